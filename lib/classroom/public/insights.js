@@ -1,0 +1,68 @@
+// What the dashboard reads out of the learners' rows: each cell's status, who
+// is stuck and why, and the steps that fail most per lesson. Plain functions
+// with no DOM, so the browser page and the server's export (and the tests)
+// share them. Served to the browser as an ES module: keep it dependency-free.
+
+export const STUCK_FAILURES = 3;
+
+/** 'passed', 'failing' or 'not-started'. Once passed, a lesson stays passed. */
+export function cellStatus(lesson) {
+  if (!lesson || lesson.reports === 0) return 'not-started';
+  return lesson.passedAt ? 'passed' : 'failing';
+}
+
+/**
+ * Why a learner looks stuck, as a list of reasons (empty: not stuck):
+ *  - { kind: 'failures', lesson, step, count }: the lesson they work on failed
+ *    STUCK_FAILURES times or more in a row at the same step;
+ *  - { kind: 'idle', minutes }: no lesson newly passed for `minutes` or more
+ *    (counted from joining), while required lessons remain.
+ */
+export function stuckReasons(row, { now, minutes, lessons }) {
+  const reasons = [];
+  const current = row.lastLesson && row.lessons[row.lastLesson];
+  if (current && !current.passedAt && current.streak >= STUCK_FAILURES) {
+    reasons.push({ kind: 'failures', lesson: row.lastLesson, step: current.streakStep, count: current.streak });
+  }
+  const required = lessons.filter((l) => !l.optional);
+  const finished = required.every((l) => row.lessons[l.id]?.passedAt);
+  const idleMs = now - Date.parse(row.lastProgressAt);
+  if (!finished && minutes > 0 && idleMs >= minutes * 60000) {
+    reasons.push({ kind: 'idle', minutes: Math.floor(idleMs / 60000) });
+  }
+  return reasons;
+}
+
+export function describeReason(reason, lessons) {
+  if (reason.kind === 'idle') return `no lesson passed for ${reason.minutes} min`;
+  const lesson = lessons.find((l) => l.id === reason.lesson);
+  const step = lesson?.steps?.[reason.step] ?? reason.step;
+  return `${reason.count} failures in a row at "${step}" (lesson ${lesson?.number ?? '?'} ${reason.lesson})`;
+}
+
+/**
+ * Per lesson, its failed steps, most learners first:
+ * { [lessonId]: [{ step, learners, failures }] }.
+ */
+export function failingSteps(rows, lessons) {
+  const out = {};
+  for (const lesson of lessons) {
+    const byStep = new Map();
+    for (const row of rows) {
+      const fails = row.lessons[lesson.id]?.fails ?? {};
+      for (const [step, n] of Object.entries(fails)) {
+        const s = byStep.get(step) ?? { step, learners: 0, failures: 0 };
+        s.learners += 1;
+        s.failures += n;
+        byStep.set(step, s);
+      }
+    }
+    out[lesson.id] = [...byStep.values()].sort((a, b) => b.learners - a.learners || b.failures - a.failures || a.step.localeCompare(b.step));
+  }
+  return out;
+}
+
+/** How many learners passed each lesson. */
+export function passCounts(rows, lessons) {
+  return Object.fromEntries(lessons.map((l) => [l.id, rows.filter((r) => r.lessons[l.id]?.passedAt).length]));
+}

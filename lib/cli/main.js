@@ -1,0 +1,107 @@
+// The command line: finds the command, parses its options, runs it, and is
+// the one place that turns errors into messages and exit codes. Commands are
+// imported only when used, so `list` and `--help` stay fast.
+import { parseArgs } from 'node:util';
+import { EXIT, UsageError } from './errors.js';
+
+// name -> [module, one-line summary]
+export const COMMANDS = {
+  list: ['./commands/list.js', 'the lessons, with your status in each'],
+  print: ['./commands/print.js', 'show a lesson text in the terminal'],
+  start: ['./commands/start.js', "copy a lesson's starter into your workspace and make it current"],
+  verify: ['./commands/verify.js', "check a program against a lesson's verifier"],
+  hint: ['./commands/hint.js', 'the next hint for a lesson (the failed step first)'],
+  solution: ['./commands/solution.js', "a lesson's reference solution (asks first if not passed)"],
+  next: ['./commands/next.js', 'go on to the next lesson'],
+  current: ['./commands/current.js', 'your current lesson, its file and status'],
+  select: ['./commands/select.js', 'make another lesson your current one'],
+  reset: ['./commands/reset.js', 'start a lesson (or with --all, the course) over'],
+  run: ['./commands/run.js', 'start a program as the verifier would, and try it yourself'],
+  watch: ['./commands/watch.js', 'verify your file again every time you save it'],
+  bench: ['./commands/bench.js', 'measure requests per second: one process against the cluster'],
+  doctor: ['./commands/doctor.js', 'check this machine is ready for the workshop'],
+  classroom: ['./commands/classroom.js', 'instructors: run a live dashboard that learners report to'],
+  join: ['./commands/join.js', "join an instructor's classroom: each verify reports its outcome"],
+  leave: ['./commands/leave.js', 'stop reporting to a classroom'],
+};
+
+export function helpText() {
+  const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));
+  const rows = Object.entries(COMMANDS).map(([name, [, summary]]) => `  ${name.padEnd(width)}  ${summary}`);
+  return `cluster-workshop: learn Node.js cluster by writing programs that a verifier really runs.
+
+Usage: cluster-workshop <command> [options]
+       cluster-workshop            (in a terminal: a menu to pick a lesson and act on it)
+
+Commands:
+${rows.join('\n')}
+
+A lesson is named by number (3) or id (respawn). Every command takes --help.
+Exit codes: 0 success, 1 verify failed, 2 usage error, 3 internal error.
+`;
+}
+
+const FILE_SYSTEM_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EDQUOT']);
+
+export async function main(argv, io = defaultIo()) {
+  try {
+    const [name, ...rest] = argv;
+    if (!name) {
+      // A terminal gets the menu; a pipe, a script or CI gets the list and the commands, never a prompt.
+      const menu = await import('./menu.js');
+      return io.interactive() ? menu.runMenu(io) : menu.printOverview(io);
+    }
+    if (name === '--help' || name === '-h' || name === 'help') {
+      io.out(helpText());
+      return EXIT.ok;
+    }
+    if (name === '--version' || name === '-v') {
+      const { readFileSync } = await import('node:fs');
+      const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+      io.out(`${pkg.version}\n`);
+      return EXIT.ok;
+    }
+    const entry = COMMANDS[name];
+    if (!entry) throw new UsageError(`Unknown command "${name}". Run cluster-workshop --help to see the commands.`);
+    const command = await import(entry[0]);
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: rest,
+        options: { help: { type: 'boolean', short: 'h' }, ...command.options },
+        allowPositionals: true,
+        strict: true,
+      });
+    } catch (err) {
+      throw new UsageError(`${err.message}\n\n${command.usage}`);
+    }
+    if (parsed.values.help) {
+      io.out(`${command.usage}\n`);
+      return EXIT.ok;
+    }
+    return (await command.run(parsed.values, parsed.positionals, io)) ?? EXIT.ok;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`${err.message}\n`);
+      return EXIT.usage;
+    }
+    // A folder the learner cannot write (a read-only home, a full disk) is not a bug: say which and what to do.
+    if (FILE_SYSTEM_CODES.has(err?.code) && err.path) {
+      io.err(`cluster-workshop cannot write ${err.path} (${err.code}${err.syscall ? ` on ${err.syscall}` : ''}).\nRun it in a folder you can write to, or choose one with --dir <folder>.\n`);
+      return EXIT.usage;
+    }
+    io.err(`cluster-workshop hit an unexpected error. This is a bug: please report it with this output.\n${err?.stack ?? err}\n`);
+    return EXIT.internal;
+  }
+}
+
+export function defaultIo() {
+  return {
+    out: (s) => process.stdout.write(s),
+    err: (s) => process.stderr.write(s),
+    stdout: process.stdout,
+    env: process.env,
+    cwd: process.cwd(),
+    interactive: () => Boolean(process.stdin.isTTY && process.stdout.isTTY) && !process.env.CI,
+  };
+}

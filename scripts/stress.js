@@ -1,0 +1,139 @@
+#!/usr/bin/env node
+// The flake hunt: verifies every lesson's reference solution and every
+// fixture program (test/fixtures/NN-id/) `rounds` times while CPU hogs keep
+// every core busy, then prints the wrong verdicts per lesson and the slowest
+// runs. A wrong verdict is a pass that should fail, a failure at another step
+// or without the promised words, or a process left behind.
+//
+//   npm run stress [rounds] [-- --lessons 1,3] [--no-hogs]
+//
+// Exit code 1 when any verdict was wrong. Fix a flake at its cause (a race, a
+// deadline too tight for a loaded 2-core machine), never by retrying.
+import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadLessons, loadVerifier } from '../lib/manifest.js';
+import { runVerifier, memoryStore } from '../lib/harness/runner.js';
+import { TextReporter } from '../lib/harness/reporter.js';
+import { markedProcesses } from '../lib/harness/processes.js';
+import { fixturesOf, parseExpectations, textsFor, FixturePrograms } from '../test/helpers/fixtures.js';
+
+const { values, positionals } = parseArgs({
+  options: { lessons: { type: 'string' }, 'no-hogs': { type: 'boolean' } },
+  allowPositionals: true,
+});
+const rounds = Number(positionals[0] ?? 10);
+if (!Number.isInteger(rounds) || rounds < 1) {
+  console.error('Usage: npm run stress [rounds] [-- --lessons 1,3 --no-hogs]');
+  process.exit(2);
+}
+const wanted = values.lessons?.split(',').map((s) => s.trim());
+const lessons = loadLessons().filter((l) => !wanted || wanted.includes(String(l.number)) || wanted.includes(l.id));
+
+// CPU hogs: one spinning process per core, at normal priority, for the whole run.
+const hogs = values['no-hogs']
+  ? []
+  : Array.from({ length: availableParallelism() }, () =>
+      spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
+    );
+const stopHogs = () => hogs.forEach((h) => h.kill('SIGKILL'));
+process.on('exit', stopHogs);
+// Derived fixtures (// derive-from:) run from a temporary folder, removed at exit.
+const programs = new FixturePrograms();
+process.on('exit', () => programs.cleanup());
+for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(s, () => {
+    stopHogs();
+    process.exit(130);
+  });
+}
+
+/** Every program to verify in a lesson, with its expected verdict. */
+async function casesOf(lesson) {
+  const verifier = await loadVerifier(lesson);
+  const cases = [{ lesson, verifier, file: lesson.paths.solution, name: 'solution', expect: { pass: true, texts: [] } }];
+  for (const file of fixturesOf(lesson)) {
+    const name = file.endsWith('/server.js') ? `${basename(file.slice(0, -10))}/` : basename(file);
+    cases.push({ lesson, verifier, file: programs.programOf(file), name, expect: parseExpectations(file) });
+  }
+  return cases;
+}
+
+/** What went wrong with a verdict, or null when it is the expected one. */
+function wrongVerdict(c, report, left) {
+  const failed = report.steps.find((s) => !s.passed);
+  if (left.length) return `left ${left.length} process(es) behind: ${left.map((p) => p.pid).join(', ')}`;
+  if (c.expect.pass) return report.passed ? null : `failed at ${failed?.id}: ${failed?.detail.split('\n')[0]}`;
+  if (report.passed) return `passed; expected to fail at ${c.expect.failAt}`;
+  if (!c.expect.failAt.includes(failed.id)) return `failed at ${failed.id}, expected ${c.expect.failAt.join(' or ')}: ${failed.detail.split('\n')[0]}`;
+  const missing = textsFor(c.expect, failed.id).filter((t) => !failed.detail.includes(t));
+  if (missing.length) return `failed at ${failed.id} without "${missing.join('", "')}": ${failed.detail.split('\n')[0]}`;
+  return null;
+}
+
+const all = [];
+for (const lesson of lessons) all.push(...(await casesOf(lesson)));
+console.log(`stress: ${rounds} round(s) of ${all.length} verifies (${lessons.length} lessons) with ${hogs.length} CPU hog(s)`);
+
+// The whole log of every wrong verdict is kept: a flake is fixed from its log.
+const logDir = join(tmpdir(), `cluster-workshop-stress-${process.pid}`);
+const runs = [];
+const started = performance.now();
+for (let round = 1; round <= rounds; round++) {
+  for (const c of all) {
+    let log = '';
+    const report = await runVerifier({
+      lesson: c.lesson,
+      file: c.file,
+      verifier: c.verifier,
+      reporter: new TextReporter({ write: (text) => (log += text), color: false }),
+      store: memoryStore(),
+      readyTimeoutMs: c.expect.readyTimeoutMs,
+    });
+    const left = markedProcesses().filter((p) => Number(p.mark.split(':')[0]) === process.pid);
+    const wrong = wrongVerdict(c, report, left);
+    runs.push({ round, lesson: c.lesson.slug, name: c.name, ms: report.durationMs, wrong });
+    if (wrong) {
+      mkdirSync(logDir, { recursive: true });
+      const logFile = join(logDir, `${c.lesson.slug}--${c.name.replace(/\W+/g, '_')}--round${round}.log`);
+      writeFileSync(logFile, `${wrong}\n\n${log}`);
+      process.stdout.write(`\n  WRONG ${c.lesson.slug}/${c.name} (round ${round}): ${wrong}\n  log: ${logFile}\n`);
+    } else process.stdout.write('.');
+  }
+  process.stdout.write(` round ${round}/${rounds} done (${Math.round((performance.now() - started) / 1000)} s)\n`);
+}
+stopHogs();
+
+// The table: wrong verdicts per lesson, then the slowest runs.
+const rows = lessons.map((l) => {
+  const mine = runs.filter((r) => r.lesson === l.slug);
+  const ms = mine.map((r) => r.ms).sort((a, b) => a - b);
+  return {
+    lesson: l.slug,
+    programs: all.filter((c) => c.lesson === l).length,
+    runs: mine.length,
+    wrong: mine.filter((r) => r.wrong).length,
+    median: ms.length ? `${(ms[Math.floor(ms.length / 2)] / 1000).toFixed(1)} s` : '-',
+    worst: ms.length ? `${(ms[ms.length - 1] / 1000).toFixed(1)} s` : '-',
+  };
+});
+const line = (cells, widths) => cells.map((c, i) => String(c).padEnd(widths[i])).join('  ');
+const widths = [20, 8, 5, 5, 7, 7];
+console.log(`\nWrong verdicts per lesson (${rounds} round(s), ${hogs.length} CPU hogs):`);
+console.log(line(['lesson', 'programs', 'runs', 'wrong', 'median', 'worst'], widths));
+for (const r of rows) console.log(line([r.lesson, r.programs, r.runs, r.wrong, r.median, r.worst], widths));
+const wrongRuns = runs.filter((r) => r.wrong);
+console.log(line(['total', all.length, runs.length, wrongRuns.length, '', ''], widths));
+
+console.log('\nSlowest runs:');
+for (const r of [...runs].sort((a, b) => b.ms - a.ms).slice(0, 10)) {
+  console.log(`  ${(r.ms / 1000).toFixed(1).padStart(5)} s  ${r.lesson}/${r.name} (round ${r.round})`);
+}
+if (wrongRuns.length) {
+  console.log('\nWrong verdicts:');
+  for (const r of wrongRuns) console.log(`  ${r.lesson}/${r.name} (round ${r.round}): ${r.wrong}`);
+}
+process.exitCode = wrongRuns.length ? 1 : 0;

@@ -1,0 +1,55 @@
+// What the dashboard concludes from learners' rows: cell status, who is stuck
+// (3 failures in a row at one step, or no lesson passed for N minutes), and
+// the steps that fail most per lesson.
+import { cellStatus, stuckReasons, describeReason, failingSteps } from '../lib/classroom/public/insights.js';
+
+const lessons = [
+  { id: 'bottleneck', number: 1, optional: false, steps: { starts: 'starts' } },
+  { id: 'fork', number: 2, optional: false, steps: { 'worker-count': 'the primary has exactly 3 workers' } },
+  { id: 'redis-state', number: 3, optional: true, steps: {} },
+];
+const T0 = Date.parse('2026-01-01T10:00:00Z');
+const iso = (minutes) => new Date(T0 + minutes * 60000).toISOString();
+const lesson = (fields) => ({ attempts: 1, reports: 1, passedAt: null, lastPassed: false, lastFailedStep: 'worker-count', lastAt: iso(1), streak: 1, streakStep: 'worker-count', fails: { 'worker-count': 1 }, ...fields });
+const row = (fields) => ({ id: 'l1', name: 'Ada', joinedAt: iso(0), lastProgressAt: iso(0), lastLesson: null, lessons: {}, ...fields });
+
+test('cell status: not started, failing, and passed for good once passed', () => {
+  expect(cellStatus(undefined)).toBe('not-started');
+  expect(cellStatus(lesson({}))).toBe('failing');
+  expect(cellStatus(lesson({ passedAt: iso(2), lastPassed: false }))).toBe('passed');
+});
+
+test('three failures in a row at one step on the current lesson make a learner stuck', () => {
+  const opts = { now: T0 + 60000 * 3, minutes: 10, lessons };
+  expect(stuckReasons(row({ lastLesson: 'fork', lessons: { fork: lesson({ streak: 2 }) } }), opts)).toEqual([]);
+  const stuck = stuckReasons(row({ lastLesson: 'fork', lessons: { fork: lesson({ streak: 3 }) } }), opts);
+  expect(stuck).toEqual([{ kind: 'failures', lesson: 'fork', step: 'worker-count', count: 3 }]);
+  expect(describeReason(stuck[0], lessons)).toBe('3 failures in a row at "the primary has exactly 3 workers" (lesson 2 fork)');
+  // Having moved on to another lesson, they are not stuck on the old one.
+  expect(stuckReasons(row({ lastLesson: 'bottleneck', lessons: { fork: lesson({ streak: 5 }), bottleneck: lesson({ streak: 1, streakStep: 'starts' }) } }), opts)).toEqual([]);
+});
+
+test('no lesson passed for the chosen minutes makes a learner stuck, unless every required lesson is done', () => {
+  const idle = row({ lastProgressAt: iso(0) });
+  expect(stuckReasons(idle, { now: T0 + 9 * 60000, minutes: 10, lessons })).toEqual([]);
+  expect(stuckReasons(idle, { now: T0 + 12 * 60000, minutes: 10, lessons })).toEqual([{ kind: 'idle', minutes: 12 }]);
+  expect(stuckReasons(idle, { now: T0 + 12 * 60000, minutes: 15, lessons })).toEqual([]);
+  expect(stuckReasons(idle, { now: T0 + 12 * 60000, minutes: 0, lessons })).toEqual([]);
+  const finished = row({ lessons: { bottleneck: lesson({ passedAt: iso(1) }), fork: lesson({ passedAt: iso(2) }) } });
+  expect(stuckReasons(finished, { now: T0 + 60 * 60000, minutes: 10, lessons })).toEqual([]);
+});
+
+test('failing steps: most learners first, then most failures', () => {
+  const rows = [
+    row({ id: 'a', lessons: { fork: lesson({ fails: { 'worker-count': 5 } }) } }),
+    row({ id: 'b', lessons: { fork: lesson({ fails: { 'primary-serves-nothing': 1, 'worker-count': 1 } }) } }),
+    row({ id: 'c', lessons: { fork: lesson({ fails: { 'primary-serves-nothing': 1 } }) } }),
+    row({ id: 'd', lessons: { fork: lesson({ fails: { spread: 9 } }) } }),
+  ];
+  expect(failingSteps(rows, lessons).fork).toEqual([
+    { step: 'worker-count', learners: 2, failures: 6 },
+    { step: 'primary-serves-nothing', learners: 2, failures: 2 },
+    { step: 'spread', learners: 1, failures: 9 },
+  ]);
+  expect(failingSteps(rows, lessons).bottleneck).toEqual([]);
+});

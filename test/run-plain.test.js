@@ -1,0 +1,87 @@
+// `run` without a terminal: it serves the program on the port asked for (or
+// a free one when that is taken, saying so), relays the program's output and
+// the cluster's events as plain lines, and SIGINT stops every process it
+// started; a program that stops by itself makes it exit 1 with the cause.
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+import { findLesson } from '../lib/manifest.js';
+import { request } from '../lib/harness/http.js';
+import { isAlive, markedProcesses, workerPidsOf } from '../lib/harness/processes.js';
+
+const CLI = new URL('../bin/cluster-workshop.js', import.meta.url).pathname;
+
+function startCli(args, cwd) {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const cli = { child, out: '' };
+  child.stdout.on('data', (d) => (cli.out += d));
+  child.stderr.on('data', (d) => (cli.out += d));
+  cli.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  cli.waitFor = async (pattern, timeoutMs = 20000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const m = pattern.exec(cli.out);
+      if (m) return m;
+      if (Date.now() > deadline) throw new Error(`no ${pattern} within ${timeoutMs} ms in:\n${cli.out}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  return cli;
+}
+
+/** Processes started by that CLI process (their run marker names it) that are still alive. */
+const leftBy = (pid) => markedProcesses().filter((p) => Number(p.mark.split(':')[0]) === pid);
+
+let dir;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'cw-run-'));
+  copyFileSync(findLesson('respawn').paths.solution, join(dir, 'server.js'));
+});
+
+test('serves on a free port when the one asked for is taken, relays output and events, and SIGINT leaves nothing', async () => {
+  const blocker = net.createServer();
+  await new Promise((r) => blocker.listen(0, r));
+  const taken = blocker.address().port;
+  const cli = startCli(['run', 'respawn', 'server.js', '--port', String(taken)], dir);
+  try {
+    await cli.waitFor(new RegExp(`Port ${taken} is taken`));
+    const [, port, primary] = (await cli.waitFor(/answers on http:\/\/127\.0\.0\.1:(\d+)\/\s+\(primary pid (\d+)\)/)).map(Number);
+    expect(port).not.toBe(taken);
+    expect(cli.out).toMatch(/PORT=\d+ WORKERS=3 node server\.js/); // the verifier's environment
+    await cli.waitFor(/\[your program\] worker \d+ listening/);
+    const r = await request(port, '/');
+    expect(workerPidsOf(primary)).toContain(r.pid);
+    await cli.waitFor(/\[cluster\] worker \d+ is listening/);
+    expect(cli.out).toMatch(/curl -s 'http:\/\/127\.0\.0\.1:\d+\/heavy\?ms=\d+'/);
+
+    cli.child.kill('SIGINT');
+    expect(await cli.exited).toEqual({ code: 0, signal: null });
+    expect(cli.out).toMatch(/Stopped: no process of your program is left/);
+    expect(isAlive(primary)).toBe(false);
+    expect(leftBy(cli.child.pid)).toEqual([]);
+  } finally {
+    cli.child.kill('SIGKILL');
+    blocker.close();
+  }
+});
+
+test('a program that exits by itself: says how, shows its last output, exits 1', async () => {
+  writeFileSync(
+    join(dir, 'quits.js'),
+    `import http from 'node:http';
+http.createServer((q, r) => r.end(JSON.stringify({ pid: process.pid }))).listen(process.env.PORT);
+setTimeout(() => { console.error('giving up now'); process.exit(3); }, 800);
+`,
+  );
+  const cli = startCli(['run', '1', 'quits.js', '--port', '0'], dir);
+  try {
+    expect(await cli.exited).toEqual({ code: 1, signal: null });
+    expect(cli.out).toMatch(/exited with code 3 by itself/);
+    expect(cli.out).toMatch(/\| giving up now/);
+    expect(leftBy(cli.child.pid)).toEqual([]);
+  } finally {
+    cli.child.kill('SIGKILL');
+  }
+});

@@ -1,0 +1,62 @@
+// A request that is really in flight: sent, and read by a worker, before the
+// verifier signals. Signalling a moment too early would blame the learner for
+// a connection the worker had not read yet (http's server.close() drops
+// connections that carry no request so far).
+//
+// On Linux the kernel shows it: the request goes out from a local address of
+// its own (127.0.0.9), and once the server-side socket of that connection has
+// an empty receive queue, a worker has read the request. Elsewhere (no /proc,
+// no 127.0.0.9) a short margin after the send stands in.
+import { readFileSync } from 'node:fs';
+import { request } from '../../lib/harness/http.js';
+import { sleepFor } from '../../lib/harness/context.js';
+
+const ON_LINUX = process.platform === 'linux';
+const LOCAL_ADDRESS = '127.0.0.9';
+const LOCAL_HEX = '0900007F'; // 127.0.0.9 as /proc/net/tcp prints it (little-endian)
+const FALLBACK_MARGIN_MS = 300;
+
+/**
+ * Starts `path` and resolves once a worker has read it.
+ * @returns {Promise<{ result: Promise<object>, sentAt: number, readMs: number|null }>}
+ *   result: the request's outcome (never rejects); readMs: when the kernel showed it read (null: margin used)
+ */
+export async function startInFlight(ctx, path, { timeoutMs = 10000 } = {}) {
+  let sent;
+  const sentPromise = new Promise((resolve) => (sent = resolve));
+  const localAddress = ON_LINUX ? LOCAL_ADDRESS : undefined;
+  let settled = false;
+  const result = request(ctx.port, path, { timeoutMs, localAddress, onSent: () => sent(performance.now()) });
+  result.then(() => (settled = true));
+  const sentAt = await Promise.race([sentPromise, result.then(() => performance.now())]);
+  if (settled) return { result, sentAt, readMs: null }; // refused or reset: the step reports it
+  if (ON_LINUX) {
+    const read = await ctx.poll(() => requestRead(ctx.port), { timeoutMs: 2000, intervalMs: 5 });
+    if (read.ok) return { result, sentAt, readMs: Math.round(performance.now() - sentAt) };
+  }
+  const wait = FALLBACK_MARGIN_MS - (performance.now() - sentAt);
+  if (wait > 0) await sleepFor(wait, ctx.signal);
+  return { result, sentAt, readMs: null };
+}
+
+/** True once the server side of our connection from 127.0.0.9 has nothing left to read. */
+function requestRead(port) {
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const row of text.split('\n').slice(1)) {
+      const f = row.trim().split(/\s+/);
+      if (f.length < 10 || f[3] !== '01') continue; // 01 = ESTABLISHED
+      const [localAddr, localPort] = f[1].split(':');
+      const [remoteAddr] = f[2].split(':');
+      if (parseInt(localPort, 16) !== port || !remoteAddr.endsWith(LOCAL_HEX) || localAddr.endsWith(LOCAL_HEX)) continue;
+      const rxQueue = parseInt(f[4].split(':')[1], 16);
+      if (rxQueue === 0) return true;
+    }
+  }
+  return false;
+}

@@ -1,0 +1,131 @@
+// Checks shared by the verifiers of several lessons.
+
+/**
+ * Waits (bounded) for exactly n workers and fails with the count found,
+ * "found 1 worker, WORKERS=3", and the hint that fits.
+ */
+export async function countWorkers(ctx, n, { none, noneHint, wrongHint, context = `WORKERS=${n}`, timeoutMs = 3000 } = {}) {
+  const r = await ctx.waitForWorkers(n, { timeoutMs });
+  if (r.ok) {
+    ctx.log(`${n} workers: ${r.value.join(', ')} (primary ${ctx.primaryPid})`);
+    return r.value;
+  }
+  const found = r.value.length;
+  if (found === 0) {
+    const probe = await ctx.request('/', { timeoutMs: 2000 });
+    if (probe.pid !== undefined && probe.pid === ctx.primaryPid) {
+      ctx.fail('The primary answers requests itself and has no workers.', {
+        expected: `${n} workers (${context}) that serve; a primary that only forks`,
+        actual: `no worker processes; GET / answered by the primary (pid ${ctx.primaryPid})`,
+        explanation:
+          'The server code runs in the primary. Either there is no if (cluster.isPrimary) branch around the forking and the server, or app.listen sits outside the worker branch; workers that start then die (their error is below).',
+        hint: 'if (cluster.isPrimary) { fork } else { express app and app.listen }',
+        reproduce: ctx.curl('/'),
+        outputLines: ctx.program.telltaleLines(),
+      });
+    }
+  }
+  if (found === 0 && none) {
+    ctx.fail(none, {
+      expected: `${n} workers (${context})`,
+      actual: 'the primary forked none',
+      explanation: 'Your program runs as one process: it serves requests, but nothing is clustered.',
+      hint: noneHint,
+      showOutput: true,
+    });
+  }
+  ctx.fail(`Found ${found} worker${found === 1 ? '' : 's'}, ${context}.`, {
+    expected: `exactly ${n} workers`,
+    actual: `${found}: ${r.value.join(', ')}`,
+    reproduce: `pgrep -P ${ctx.primaryPid}   # the primary's children`,
+    hint: wrongHint,
+    showOutput: true,
+  });
+}
+
+/** Fails when the primary has exited: everything after depends on it. */
+export function expectPrimaryAlive(ctx, when) {
+  const program = ctx.program;
+  if (program.exited) {
+    const { code, signal } = program.exit;
+    ctx.fail(`The primary exited ${when}.`, {
+      expected: `the primary (pid ${program.pid}) keeps running and manages its workers`,
+      actual: signal ? `killed by ${signal}` : `exited with code ${code}`,
+      explanation: 'When the primary dies, its workers go with it and the port closes. Usually an error in an event handler of the primary ends it.',
+      outputLines: program.telltaleLines(),
+    });
+  }
+}
+
+/**
+ * Waits until `dead` pids are gone and exactly n workers are alive, none of
+ * them dead ones, then returns the new pids. Fails with what the process
+ * table showed: too few (no replacement), too many (more than one per death).
+ */
+export async function waitForReplacement(ctx, n, dead, { timeoutMs = 2000, what = 'the replacement', before = dead } = {}) {
+  const r = await ctx.waitForWorkers(n, { timeoutMs, accept: (pids) => dead.every((d) => !pids.includes(d)) });
+  if (r.ok) {
+    const fresh = r.value.filter((p) => !before.includes(p) && !dead.includes(p));
+    // Later steps send traffic: wait (bounded) until the replacements listen.
+    const silent = await ctx.waitAllAnswering({ timeoutMs: 5000 });
+    if (silent.length) {
+      ctx.fail(`The replacement worker ${silent.join(', ')} runs but never answered.`, {
+        expected: 'a replacement that listens on PORT like the first workers',
+        actual: `no request reached ${silent.join(', ')} within 5 s`,
+        hint: 'the replacement runs the same worker code: cluster.fork() with no special arguments.',
+        showOutput: true,
+      });
+    }
+    // A replacement that throws at start-up can be caught alive between two
+    // deaths of a crash loop: it must still be there once the others answered.
+    const now = ctx.workers();
+    const died = fresh.filter((pid) => !now.includes(pid));
+    if (died.length) failReplacementsDying(ctx, died);
+    // Two forks per death can both land after the count first read n (a
+    // process only shows as a worker once it runs node).
+    if (now.length > n) failTooMany(ctx, n, now);
+    return fresh;
+  }
+  expectPrimaryAlive(ctx, `while ${dead.length > 1 ? 'workers were' : 'a worker was'} being replaced`);
+  const found = r.value;
+  const stillThere = dead.filter((d) => found.includes(d));
+  let message;
+  let hint;
+  if (stillThere.length) {
+    message = `Worker ${stillThere.join(', ')} is still alive ${timeoutMs / 1000} s later.`;
+  } else if (found.length < n) {
+    message = `Only ${found.length} worker${found.length === 1 ? '' : 's'} ${timeoutMs / 1000} s after ${dead.length > 1 ? 'the workers' : 'a worker'} died: ${what} never came.`;
+    hint = "in the primary, cluster.on('exit', () => cluster.fork()) replaces every worker that dies.";
+  } else {
+    message = `${found.length} workers after ${dead.length > 1 ? 'the workers' : 'a worker'} died, WORKERS=${n}.`;
+    hint = "fork exactly one replacement per death, in the 'exit' event only (not also in 'disconnect').";
+  }
+  ctx.fail(message, {
+    expected: `exactly ${n} workers, none of them ${dead.join(', ')}`,
+    actual: `${found.length}: ${found.join(', ') || 'none'}`,
+    reproduce: [`kill -9 ${dead[0]}`, `pgrep -P ${ctx.primaryPid}`],
+    hint,
+    showOutput: true,
+  });
+}
+
+/** Fails because replacement workers die soon after they start (a crash loop). */
+export function failReplacementsDying(ctx, died) {
+  ctx.fail(`The replacement worker ${died.join(', ')} died soon after it started.`, {
+    expected: 'a replacement that starts, listens and stays',
+    actual: `${died.join(', ')} exited within moments of being forked`,
+    explanation:
+      'Replacement workers that die as soon as they start usually throw at start-up: the error is below. Fix it, or the primary replaces them forever (a crash loop).',
+    showOutput: true,
+  });
+}
+
+/** Fails because the primary forked more than one replacement per death. */
+export function failTooMany(ctx, n, pids) {
+  ctx.fail(`The worker count rose to ${pids.length} after the replacement.`, {
+    expected: `exactly ${n} workers`,
+    actual: `${pids.length} workers: ${pids.join(', ')}`,
+    hint: "fork exactly one replacement per death, in one 'exit' handler only (not also in 'disconnect' or in a per-worker handler).",
+    showOutput: true,
+  });
+}
