@@ -2,6 +2,7 @@
 // by exactly one new worker within 2 s, requests keep succeeding meanwhile,
 // and the primary keeps its pid throughout.
 import { request } from '../lib/harness/http.js';
+import { isReaped } from '../lib/harness/processes.js';
 import { failed, summarizeFailures } from '../lib/harness/load.js';
 import { countWorkers, expectPrimaryAlive, failReplacementsDying, failTooMany, waitForReplacement } from './shared/workers.js';
 
@@ -26,9 +27,11 @@ export default {
         const [victim] = before;
         const load = ctx.startLoad({ concurrency: 2, timeoutMs: 3000 });
         ctx.killWorker(victim, 'SIGKILL');
-        // The primary has seen the death once the process is gone from the
-        // table (it reaps its children); from then on no connection may fail.
-        const gone = await ctx.poll(() => !ctx.workers().includes(victim), { timeoutMs: 2000, intervalMs: 5 });
+        // The primary has seen the death once it reaped the process (a dead
+        // worker stays a zombie until then, and until then Node's cluster may
+        // still hand it a connection, which is lost: no program can prevent
+        // that). From then on no connection may fail.
+        const gone = await ctx.poll(() => isReaped(victim), { timeoutMs: 2000, intervalMs: 5 });
         const goneAt = performance.now();
         const fresh = await waitForReplacement(ctx, WORKERS, [victim], { before });
         ctx.log(`worker ${victim} replaced by ${fresh.join(', ')} (${gone.ms} ms until the primary saw the death)`);

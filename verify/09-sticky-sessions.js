@@ -6,12 +6,25 @@
 import net from 'node:net';
 import { setMaxListeners } from 'node:events';
 import { countWorkers } from './shared/workers.js';
+import { isReaped } from '../lib/harness/processes.js';
+import { connectionsHeld } from '../lib/harness/sockets.js';
+import { pipelined } from '../lib/harness/pipelined.js';
 
 const WORKERS = 3;
 const ADDRESSES = Array.from({ length: 16 }, (_, i) => `127.0.0.${10 + i}`);
 const VISITS = 5;
 const RECOVERY_MS = 2000;
 const HANG_MS = 2000;
+// The queued-connections check: requests pipelined on one connection to keep
+// a worker busy, the requests that wait in the primary meanwhile, and how many
+// rounds (one address each) may run until one proves the point.
+const BATCH = 1500;
+const BEHIND = 5;
+const ROUNDS = 5;
+const HANGS_EXPLANATION =
+  'A connection the primary accepted never reached a worker that reads it. Usually the server in the primary was created without pauseOnConnect: true, so the primary reads the first bytes of the request itself, and those bytes are lost when the socket moves to the worker, which then waits forever for a request.';
+const HANGS_HINT =
+  "net.createServer({ pauseOnConnect: true }, (socket) => worker.send('sticky:connection', socket)); in the worker: server.emit('connection', socket); socket.resume().";
 
 const PICK_BY_ADDRESS =
   'in the primary, pick the worker from the client\'s address alone: workers[hash(socket.remoteAddress) % workers.length], with the server created as net.createServer({ pauseOnConnect: true }, ...).';
@@ -77,10 +90,9 @@ export default {
           ctx.fail(`${hung.length} of ${all.length} requests hung: no answer within ${HANG_MS / 1000} s.`, {
             expected: 'every request answered',
             actual: `${hung.length} timed out, ${all.filter((r) => r.ok).length} answered`,
-            explanation:
-              'A connection the primary accepted never reached a worker that reads it. Usually the server in the primary was created without pauseOnConnect: true, so the primary reads the first bytes of the request itself, and those bytes are lost when the socket moves to the worker, which then waits forever for a request. (Or the socket went to a worker that never passes it to its HTTP server.)',
+            explanation: `${HANGS_EXPLANATION} (Or the socket went to a worker that never passes it to its HTTP server.)`,
             reproduce: `curl -s --interface ${hung[0].localAddress} http://127.0.0.1:${ctx.port}/visits`,
-            hint: "net.createServer({ pauseOnConnect: true }, (socket) => worker.send('sticky:connection', socket)); in the worker: server.emit('connection', socket); socket.resume().",
+            hint: HANGS_HINT,
             showOutput: true,
           });
         }
@@ -118,6 +130,65 @@ export default {
         }
         ctx.data.pidOf = new Map([...byAddress].map(([address, results]) => [address, results[0].pid]));
         ctx.log(`every address stayed on one worker: ${describeSpread(ctx.data.pidOf)}`);
+      },
+    },
+    {
+      id: 'queued-connections',
+      title: `requests that wait in the primary while their worker is busy are answered`,
+      timeoutMs: 30000,
+      async run(ctx) {
+        // The primary hands a worker one socket at a time, and the next only
+        // once the worker has taken the last: while a worker is busy, the
+        // connections meant for it wait in the primary. A primary that reads
+        // its sockets (no pauseOnConnect) reads their requests meanwhile and
+        // loses them. A worker is kept busy for certain by BATCH requests
+        // pipelined on one connection (it parses them in one go); a round
+        // proves the point when the requests went out before it was done.
+        setMaxListeners(BEHIND + 20, ctx.signal);
+        const workers = ctx.workers();
+        for (let round = 1; round <= ROUNDS; round++) {
+          const localAddress = ADDRESSES[round - 1];
+          let open;
+          const gate = new Promise((resolve) => (open = resolve));
+          const held = connectionsHeld(ctx.port, workers);
+          const batch = pipelined(ctx.port, '/', { count: BATCH, localAddress, timeoutMs: 20000, signal: ctx.signal, gate });
+          // Its requests go out once a worker holds the connection (bounded).
+          await ctx.poll(() => connectionsHeld(ctx.port, workers) > held, { timeoutMs: 2000, intervalMs: 5 });
+          let batchDone = false;
+          batch.then(() => (batchDone = true));
+          open();
+          let sent = 0;
+          let busyWhenSent = false;
+          const onSent = () => {
+            sent += 1;
+            if (sent === BEHIND) busyWhenSent = !batchDone;
+          };
+          const results = await Promise.all(
+            Array.from({ length: BEHIND }, () => ctx.request('/', { localAddress, timeoutMs: HANG_MS, onSent })),
+          );
+          const batchAnswered = (await batch).filter((r) => r.ok).length;
+          const failedOnes = results.filter((r) => !r.ok);
+          if (failedOnes.length) {
+            const hung = failedOnes.filter((r) => r.code === 'TIMEOUT').length;
+            ctx.fail(`${failedOnes.length} of ${BEHIND} requests from ${localAddress} got no answer while its worker was busy.`, {
+              expected: 'every request answered, however long its connection waited in the primary',
+              actual: `${hung} hung for ${HANG_MS / 1000} s${failedOnes.length > hung ? `, ${failedOnes.length - hung} failed: ${failedOnes.find((r) => r.code !== 'TIMEOUT').error}` : ''}`,
+              explanation: `${HANGS_EXPLANATION} Here the worker of ${localAddress} was busy with ${BATCH} requests sent on one connection, so the next connections from that address waited in the primary.`,
+              reproduce:
+                `(for i in $(seq ${BATCH}); do printf 'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'; done; sleep 2) | nc -s ${localAddress} 127.0.0.1 ${ctx.port} >/dev/null & ` +
+                `for i in $(seq ${BEHIND}); do curl -s -m 2 --interface ${localAddress} http://127.0.0.1:${ctx.port}/ & done; wait`,
+              hint: HANGS_HINT,
+              showOutput: true,
+            });
+          }
+          for (const r of results) ctx.expectJson(r);
+          ctx.log(
+            `round ${round} from ${localAddress}: ${BEHIND} requests answered; they were sent ${busyWhenSent ? 'while' : 'after'} ` +
+              `the worker served ${BATCH} pipelined requests (${batchAnswered} answered)`,
+          );
+          if (busyWhenSent) return;
+        }
+        ctx.log(`in ${ROUNDS} rounds the worker was never still busy when the requests went out: the check proves nothing here, and passes`);
       },
     },
     {
@@ -214,16 +285,6 @@ export default {
     },
   ],
 };
-
-/** True once pid is gone from the process table, zombie included (its parent reaped it). */
-function isReaped(pid) {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    return err.code === 'ESRCH';
-  }
-}
 
 /** "101: 6 addresses, 102: 5, 103: 5" */
 function describeSpread(pidOf) {

@@ -90,6 +90,21 @@ export function isAlive(pid) {
   }
 }
 
+/**
+ * Whether pid is gone for good: its parent has collected its exit status. A
+ * dead process stays a zombie until then, and a cluster primary only stops
+ * handing connections to a dead worker once it has reaped it.
+ */
+export function isReaped(pid) {
+  if (HAS_PROC) return parseStat(pid) === null;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return err.code !== 'EPERM';
+  }
+}
+
 /** Every live descendant of pid (children, grandchildren, ...). */
 export function descendantsOf(pid, procs = listProcesses()) {
   const byParent = new Map();

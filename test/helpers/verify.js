@@ -27,7 +27,11 @@ export function leftovers() {
 export function verdictOf({ report, log }) {
   const failed = report.steps.find((s) => !s.passed);
   const verdict = report.passed ? 'passed' : `failed at ${failed?.id ?? '(no step)'}`;
-  return `verdict: ${verdict}\n--- log ---\n${log.split('\n').slice(-80).join('\n')}`;
+  // Lines cut short: a program that floods its output would push the failure
+  // message out of what CI keeps.
+  const tail = log.split('\n').slice(-80).map((l) => (l.length > 240 ? `${l.slice(0, 240)}...` : l));
+  const why = failed ? `--- why ---\n${failed.detail}\n` : '';
+  return `verdict: ${verdict}\n${why}--- log ---\n${tail.join('\n')}`;
 }
 
 export const PASSED = /^verdict: passed\n/;
