@@ -8,8 +8,12 @@ import { reapOrphans } from './program.js';
 
 const DEFAULT_STEP_TIMEOUT_MS = 10000;
 const WATCHDOG_MS = 200;
-// How many processes beyond primary + workers a program may start before it
-// counts as forking without limit.
+// How many processes a program may have before it counts as forking without
+// limit: the primary, three sets of workers (a rolling restart has old and
+// new workers side by side, and a program that runs two restarts at once
+// briefly has three sets, a bounded mistake with its own message), and a few
+// helpers. Forking without limit outgrows any such bound within moments.
+const WORKER_SETS = 3;
 const EXTRA_PROCESSES = 4;
 
 export class Interrupted extends Error {
@@ -66,7 +70,7 @@ export async function runVerifier({ lesson, file, verifier, reporter, store = me
     watchdog = setInterval(() => {
       const program = ctx.program;
       if (!program || program.exited) return;
-      const limit = 1 + ctx.expectedWorkers + EXTRA_PROCESSES;
+      const limit = 1 + WORKER_SETS * ctx.expectedWorkers + EXTRA_PROCESSES;
       const count = program.processes({ includeMarked: false }).length;
       if (count > limit) {
         program.killNow();
