@@ -45,7 +45,7 @@ test('two pipelined requests are in an express handler at the same time, and bot
 
 test('a pipelined pair whose first answer never comes hangs, both of them', async () => {
   const sockets = [];
-  // Answers the second request only: a reply given to the wrong request.
+  // Reads the requests and never answers.
   const server = net.createServer((socket) => sockets.push(socket));
   await new Promise((resolve) => server.listen(0, resolve));
   try {

@@ -135,6 +135,30 @@ test('a program that forks without limit is stopped by the watchdog long before 
   expectNothingLeft(file);
 });
 
+test('three sets of workers at once (two rolling restarts side by side) are not taken for forking without limit', async () => {
+  const WORKERS = 3;
+  const verifier = {
+    env: { WORKERS: String(WORKERS) },
+    steps: [
+      {
+        id: 'all-up',
+        title: 'every worker is up, and stays up over several watchdog rounds',
+        async run(ctx) {
+          const up = await ctx.waitForWorkers(3 * WORKERS, { timeoutMs: 10000 });
+          if (!up.ok) ctx.fail(`found ${up.value.length} workers`);
+          // Absence is what is checked here: the watchdog (every 200 ms) gets
+          // five chances to stop the program, and must not.
+          await ctx.poll(() => ctx.program.exited, { timeoutMs: 1000, intervalMs: 50 });
+          if (ctx.program.exited) ctx.fail('the program was stopped');
+        },
+      },
+    ],
+  };
+  const { report, file } = await verify('three-sets.js', { verifier });
+  expect(verdictOf({ report, log: '' })).toMatch(PASSED);
+  expectNothingLeft(file);
+});
+
 test('a detached, double-forked helper of the program does not survive the run', async () => {
   const verifier = {
     clustered: false,

@@ -77,14 +77,7 @@ export function request(port, path, options = {}) {
       res.on('error', (err) => finish({ ok: false, code: err.code ?? 'ERROR', error: describeError(err) }));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let json;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        const pid = json && typeof json === 'object' && Number.isInteger(json.pid) ? json.pid : undefined;
-        finish({ ok: true, status: res.statusCode, headers: res.headers, text, json, pid });
+        finish({ ok: true, status: res.statusCode, headers: res.headers, text, ...parseBody(text) });
       });
     });
     if (onSent) req.on('finish', onSent);
@@ -105,6 +98,18 @@ export function request(port, path, options = {}) {
     if (gate) gate.then(send);
     else send();
   });
+}
+
+/** A response body as JSON when it is, and the pid it names: { json, pid }. */
+export function parseBody(text) {
+  let json;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const pid = json && typeof json === 'object' && Number.isInteger(json.pid) ? json.pid : undefined;
+  return { json, pid };
 }
 
 function describeError(err) {

@@ -5,6 +5,7 @@
 // two requests in flight in the same process. Node's own client never
 // pipelines, hence this small client. Results have the shape of request()'s.
 import net from 'node:net';
+import { parseBody } from './http.js';
 
 /**
  * Sends `count` identical requests on one fresh connection, written in one
@@ -43,14 +44,7 @@ export function pipelined(port, path, { method = 'GET', count = 2, timeoutMs = 5
           const base = { method, url, localAddress, ms, pipelined: { index: i + 1, of: count } };
           const r = responses[i];
           if (!r) return { ...base, ok: false, ...failure };
-          let json;
-          try {
-            json = JSON.parse(r.text);
-          } catch {
-            json = undefined;
-          }
-          const pid = json && typeof json === 'object' && Number.isInteger(json.pid) ? json.pid : undefined;
-          return { ...base, ok: true, status: r.status, headers: r.headers, text: r.text, json, pid };
+          return { ...base, ok: true, status: r.status, headers: r.headers, text: r.text, ...parseBody(r.text) };
         }),
       );
     };
@@ -93,7 +87,7 @@ export function parseResponses(buf, { ended = false } = {}) {
       const colon = line.indexOf(':');
       if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
     }
-    let bodyStart = headEnd + 4;
+    const bodyStart = headEnd + 4;
     let body;
     let next;
     if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
@@ -105,10 +99,10 @@ export function parseResponses(buf, { ended = false } = {}) {
         const size = parseInt(buf.subarray(p, lineEnd).toString('latin1'), 16);
         if (Number.isNaN(size)) return { responses };
         if (size === 0) {
-          const trailerEnd = buf.indexOf('\r\n\r\n', lineEnd);
-          const end = buf.subarray(lineEnd, lineEnd + 4).toString('latin1') === '\r\n\r\n' ? lineEnd + 4 : trailerEnd < 0 ? -1 : trailerEnd + 4;
+          // The last chunk, then trailers (usually none) up to an empty line.
+          const end = buf.indexOf('\r\n\r\n', lineEnd);
           if (end < 0) return { responses };
-          next = end;
+          next = end + 4;
           break;
         }
         if (buf.length < lineEnd + 2 + size + 2) return { responses };

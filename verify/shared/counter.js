@@ -13,7 +13,8 @@ const PIPELINED_PAIRS = 30;
 /**
  * Sends `total` POST /count at once (most over fresh connections, 30 pairs
  * pipelined on one connection each) and fails unless they answered exactly
- * 1..total, each once, spread over every worker. `causes` explains a finding in the lesson's terms:
+ * 1..total, each once, spread over every worker. `causes` explains a finding
+ * in the lesson's terms:
  *   perWorker: { explanation, hint } when every worker counted on its own
  *   duplicates({ samePid, crossPid }): { explanation, hint }
  *   noAnswer: { explanation, hint } when requests got no answer
