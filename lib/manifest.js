@@ -1,6 +1,8 @@
 // The course, in order, from lessons/manifest.json. A lesson's id names all of
-// its files: lessons/NN-id.md, exercises/NN-id/, solutions/NN-id/ and
-// verify/NN-id.js, where NN is its place in the manifest.
+// its files: lessons/<id>.md, exercises/<id>/, solutions/<id>/ and
+// verify/<id>.js (and the learner's workspace folder <id>/). Its number is its
+// place in the manifest, for display only: reordering the course renames
+// nothing, and a learner's progress is kept by id.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -16,20 +18,28 @@ export function loadLessons() {
   const manifest = JSON.parse(readFileSync(MANIFEST_PATH, 'utf8'));
   cached = manifest.lessons.map((entry, index) => {
     const number = index + 1;
-    const slug = `${String(number).padStart(2, '0')}-${entry.id}`;
+    const { id } = entry;
     return {
       ...entry,
       number,
-      slug,
+      // The folder name that workspaces made before lessons were named by id used.
+      legacyFolder: `${String(number).padStart(2, '0')}-${id}`,
       optional: Boolean(entry.optional),
       hints: entry.hints ?? [],
+      // The packages a learner's program of this lesson may import without a
+      // node_modules of its own (the harness makes them resolvable).
+      packages: entry.packages ?? [],
+      // What `bench` loads for this lesson ({ route }), or null when it has
+      // nothing worth benching (it needs Redis; it routes by client address).
+      bench: entry.bench ?? null,
+      steps: entry.steps ?? [],
       paths: {
-        text: join(PACKAGE_ROOT, 'lessons', `${slug}.md`),
-        exerciseDir: join(PACKAGE_ROOT, 'exercises', slug),
-        exercise: join(PACKAGE_ROOT, 'exercises', slug, PROGRAM_FILE),
-        solutionDir: join(PACKAGE_ROOT, 'solutions', slug),
-        solution: join(PACKAGE_ROOT, 'solutions', slug, PROGRAM_FILE),
-        verifier: join(PACKAGE_ROOT, 'verify', `${slug}.js`),
+        text: join(PACKAGE_ROOT, 'lessons', `${id}.md`),
+        exerciseDir: join(PACKAGE_ROOT, 'exercises', id),
+        exercise: join(PACKAGE_ROOT, 'exercises', id, PROGRAM_FILE),
+        solutionDir: join(PACKAGE_ROOT, 'solutions', id),
+        solution: join(PACKAGE_ROOT, 'solutions', id, PROGRAM_FILE),
+        verifier: join(PACKAGE_ROOT, 'verify', `${id}.js`),
       },
     };
   });
@@ -41,7 +51,7 @@ export function findLesson(name) {
   const lessons = loadLessons();
   const text = String(name).trim().toLowerCase();
   if (/^\d+$/.test(text)) return lessons[Number(text) - 1];
-  return lessons.find((l) => l.id === text || l.slug === text);
+  return lessons.find((l) => l.id === text || l.legacyFolder === text);
 }
 
 export async function loadVerifier(lesson) {

@@ -1,8 +1,10 @@
 // The learner's progress: a small versioned JSON file inside the workspace
 // folder, so it is visible and moves with the folder. Written atomically
-// (write a temporary file, then rename). A corrupt file is set aside with a
+// (lib/fs/atomic-write.js). A corrupt file is set aside with a
 // warning, never a crash; a file from a newer cluster-workshop is left as it is.
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { writeFileAtomicSync } from './fs/atomic-write.js';
+import { moveLegacyLessonFolders } from './workspace.js';
 import { dirname, join, resolve } from 'node:path';
 
 export const STATE_VERSION = 1;
@@ -12,7 +14,7 @@ export const WORKSPACE_NAME = 'cluster-workshop';
 /**
  * The workspace folder: --dir, else $CLUSTER_WORKSHOP_DIR, else the workspace
  * the current folder is inside (a learner who went into
- * cluster-workshop/01-bottleneck to run `node server.js` is still in it), else
+ * cluster-workshop/bottleneck to run `node server.js` is still in it), else
  * ./cluster-workshop.
  */
 export function workspaceDir(dir, env = process.env, cwd = process.cwd()) {
@@ -65,6 +67,7 @@ export class Progress {
     const warnings = [];
     if (!existsSync(dir) && !create) return new Progress(dir, emptyState(), { persistent: false });
     let state = emptyState();
+    if (existsSync(dir)) warnings.push(...moveLegacyLessonFolders(dir));
     if (existsSync(file)) {
       let parsed;
       try {
@@ -107,9 +110,7 @@ export class Progress {
     if (!this.persistent) return false;
     try {
       mkdirSync(this.dir, { recursive: true });
-      const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, `${JSON.stringify(this.state, null, 2)}\n`);
-      renameSync(tmp, this.file);
+      writeFileAtomicSync(this.file, `${JSON.stringify(this.state, null, 2)}\n`);
       return true;
     } catch (err) {
       this.warnings.push(`Could not save progress in ${this.dir} (${err.code ?? err.message}); it is kept in memory only.`);

@@ -1,5 +1,5 @@
 // The learner's workspace: a folder (./cluster-workshop by default) with one
-// folder per started lesson (NN-id/server.js, copied from the starter), the
+// folder per started lesson (<id>/server.js, copied from the starter), the
 // progress file, and what makes `node server.js` work there on its own:
 //
 // - package.json with "type": "module", because starters are ES modules;
@@ -17,19 +17,47 @@
 // dependencies, so `npm install` in the workspace replaces the links with
 // real copies for a learner who wants the folder to stand alone. `verify`
 // does not depend on any of this: its module fallback finds express anyway.
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative } from 'node:path';
-import { PACKAGE_ROOT, PROGRAM_FILE } from './manifest.js';
+import { PACKAGE_ROOT, PROGRAM_FILE, loadLessons } from './manifest.js';
+import { CLI_PLACEHOLDER, cliName, renderCli } from './invocation.js';
 
 export const WORKSPACE_PACKAGE_NAME = 'cluster-workshop-workspace';
 
 /** Where a lesson's program lives in the workspace. */
 export function lessonFolder(dir, lesson) {
-  return join(dir, lesson.slug);
+  return join(dir, lesson.id);
 }
 
 export function lessonFile(dir, lesson) {
-  return join(dir, lesson.slug, PROGRAM_FILE);
+  return join(dir, lesson.id, PROGRAM_FILE);
+}
+
+/**
+ * Workspaces made before lessons were named by id keep each lesson in a
+ * numbered folder (02-fork/). Moves each such folder to its id (fork/) once,
+ * when nothing is there yet, and returns one line per move (or per folder it
+ * had to leave, with the reason), so nothing the learner wrote is lost or
+ * left behind unseen. Progress was always keyed by id: it needs no change.
+ */
+export function moveLegacyLessonFolders(dir) {
+  const lines = [];
+  for (const lesson of loadLessons()) {
+    const legacy = join(dir, lesson.legacyFolder);
+    const target = join(dir, lesson.id);
+    if (!existsSync(legacy)) continue;
+    if (existsSync(target)) {
+      lines.push(`${legacy} is from an older cluster-workshop; lesson ${lesson.id} now lives in ${target}, which already exists, so the old folder was left as it is.`);
+      continue;
+    }
+    try {
+      renameSync(legacy, target);
+      lines.push(`Moved ${lesson.legacyFolder}/ to ${lesson.id}/ (lessons are now kept in folders named by id).`);
+    } catch (err) {
+      lines.push(`Could not move ${legacy} to ${target} (${err.code ?? err.message}); move it by hand.`);
+    }
+  }
+  return lines;
 }
 
 function ownPackage() {
@@ -123,19 +151,23 @@ function linkState(link, target) {
   }
 }
 
-/** The text of a lesson's starter file. */
-export function starterText(lesson) {
-  return readFileSync(lesson.paths.exercise, 'utf8');
+/** The text of a lesson's starter file, its {{cli}} placeholders rendered with cli. */
+export function starterText(lesson, cli = cliName()) {
+  return renderCli(readFileSync(lesson.paths.exercise, 'utf8'), cli);
 }
 
-const normalise = (s) => s.replace(/\r\n/g, '\n').trimEnd();
+// A starter's header says how to check it (`// Check it:  <cli> verify ...`),
+// rendered with the command that copied it. The same starter copied by
+// another install (npx, then a global install) is still the starter.
+const checkLine = /^(\/\/ Check it:\s+).+?( verify \S+ \S+)/gm;
+const normalise = (s) => s.replace(/\r\n/g, '\n').replace(checkLine, `$1${CLI_PLACEHOLDER}$2`).trimEnd();
 
 /** 'missing', 'starter' (unchanged), or 'edited'. */
 export function fileState(dir, lesson) {
   const file = lessonFile(dir, lesson);
   if (!existsSync(file)) return 'missing';
   try {
-    return normalise(readFileSync(file, 'utf8')) === normalise(starterText(lesson)) ? 'starter' : 'edited';
+    return normalise(readFileSync(file, 'utf8')) === normalise(readFileSync(lesson.paths.exercise, 'utf8')) ? 'starter' : 'edited';
   } catch {
     return 'edited';
   }
@@ -147,11 +179,12 @@ export function lessonAvailable(lesson) {
 }
 
 /**
- * Copies a lesson's starter folder into the workspace. Files that exist are
- * kept unless overwrite is true; an edited file that is overwritten is kept
- * as <name>.bak first. Returns { file, created, kept, backups, warnings }.
+ * Copies a lesson's starter folder into the workspace, {{cli}} rendered as
+ * the command that starts this install (lib/invocation.js). Files that exist
+ * are kept unless overwrite is true; an edited file that is overwritten is
+ * kept as <name>.bak first. Returns { file, created, kept, backups, warnings }.
  */
-export function copyStarter(dir, lesson, { overwrite = false } = {}) {
+export function copyStarter(dir, lesson, { overwrite = false, cli = cliName() } = {}) {
   const warnings = prepareWorkspace(dir);
   const folder = lessonFolder(dir, lesson);
   mkdirSync(folder, { recursive: true });
@@ -161,8 +194,9 @@ export function copyStarter(dir, lesson, { overwrite = false } = {}) {
   for (const rel of filesUnder(lesson.paths.exerciseDir)) {
     const from = join(lesson.paths.exerciseDir, rel);
     const to = join(folder, rel);
+    const text = renderCli(readFileSync(from, 'utf8'), cli);
     if (existsSync(to)) {
-      const same = normalise(readFileSync(to, 'utf8')) === normalise(readFileSync(from, 'utf8'));
+      const same = normalise(readFileSync(to, 'utf8')) === normalise(text);
       if (same || !overwrite) {
         kept.push(to);
         continue;
@@ -172,7 +206,7 @@ export function copyStarter(dir, lesson, { overwrite = false } = {}) {
       backups.push(backup);
     }
     mkdirSync(dirname(to), { recursive: true });
-    copyFileSync(from, to);
+    writeFileSync(to, text);
     created.push(to);
   }
   return { file: lessonFile(dir, lesson), created, kept, backups, warnings };

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The flake hunt: verifies every lesson's reference solution and every
-// fixture program (test/fixtures/NN-id/) `rounds` times while CPU hogs keep
+// fixture program (test/fixtures/<id>/) `rounds` times while CPU hogs keep
 // every core busy, then prints the wrong verdicts per lesson and the slowest
 // runs. A wrong verdict is a pass that should fail, a failure at another step
 // or without the promised words, or a process left behind.
@@ -17,7 +17,7 @@ import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadLessons, loadVerifier } from '../lib/manifest.js';
 import { runVerifier, memoryStore } from '../lib/harness/runner.js';
-import { TextReporter } from '../lib/harness/reporter.js';
+import { TextReporter } from '../lib/cli/reporter.js';
 import { markedProcesses } from '../lib/harness/processes.js';
 import { fixturesOf, parseExpectations, textsFor, FixturePrograms } from '../test/helpers/fixtures.js';
 
@@ -95,12 +95,12 @@ for (let round = 1; round <= rounds; round++) {
     });
     const left = markedProcesses().filter((p) => Number(p.mark.split(':')[0]) === process.pid);
     const wrong = wrongVerdict(c, report, left);
-    runs.push({ round, lesson: c.lesson.slug, name: c.name, ms: report.durationMs, wrong });
+    runs.push({ round, lesson: c.lesson.id, name: c.name, ms: report.durationMs, wrong });
     if (wrong) {
       mkdirSync(logDir, { recursive: true });
-      const logFile = join(logDir, `${c.lesson.slug}--${c.name.replace(/\W+/g, '_')}--round${round}.log`);
+      const logFile = join(logDir, `${c.lesson.id}--${c.name.replace(/\W+/g, '_')}--round${round}.log`);
       writeFileSync(logFile, `${wrong}\n\n${log}`);
-      process.stdout.write(`\n  WRONG ${c.lesson.slug}/${c.name} (round ${round}): ${wrong}\n  log: ${logFile}\n`);
+      process.stdout.write(`\n  WRONG ${c.lesson.id}/${c.name} (round ${round}): ${wrong}\n  log: ${logFile}\n`);
     } else process.stdout.write('.');
   }
   process.stdout.write(` round ${round}/${rounds} done (${Math.round((performance.now() - started) / 1000)} s)\n`);
@@ -109,10 +109,10 @@ stopHogs();
 
 // The table: wrong verdicts per lesson, then the slowest runs.
 const rows = lessons.map((l) => {
-  const mine = runs.filter((r) => r.lesson === l.slug);
+  const mine = runs.filter((r) => r.lesson === l.id);
   const ms = mine.map((r) => r.ms).sort((a, b) => a - b);
   return {
-    lesson: l.slug,
+    lesson: l.id,
     programs: all.filter((c) => c.lesson === l).length,
     runs: mine.length,
     wrong: mine.filter((r) => r.wrong).length,

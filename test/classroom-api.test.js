@@ -58,7 +58,7 @@ describe('joining', () => {
     const t = await start();
     const r = await t.join(XSS);
     expect(r.status).toBe(201);
-    expect(r.json).toEqual({ learner: expect.any(String), key: expect.stringMatching(/^[0-9a-f]{32}$/), name: XSS, title: 'API test' });
+    expect(r.json).toEqual({ learner: expect.any(String), key: expect.stringMatching(/^[0-9a-f]{32}$/), name: XSS, title: 'API test', rejoined: false });
     const state = await stateOf(t);
     expect(state.learners.map((l) => l.name)).toEqual([XSS]);
     // The key never leaves the server after the join.
@@ -165,7 +165,6 @@ describe('reporting', () => {
     ['a fractional duration', { durationMs: 1.5 }],
     ['attempt 0', { attempt: 0 }],
     ['a timestamp that is not one', { at: 'yesterday' }],
-    ['a timestamp a day ahead', { at: new Date(Date.now() + 86400000).toISOString() }],
     ['a bad report id', { id: 'x' }],
     ['code in it', { code: 'import cluster from "node:cluster"' }],
   ])('a report with %s gets 400 and changes nothing', async (_, fields) => {
@@ -223,11 +222,11 @@ describe('reporting', () => {
     expect(rows.find((r) => r.name === 'Bob').lessons.fork.reports).toBe(1);
   });
 
-  test('guessing the code is rate limited per address, even the right code then waits', async () => {
+  test('guessing the code is rate limited per address: new joins from it wait, the instructor does not', async () => {
     const t = await start({ limits: { authFailureBurst: 5, authFailureRefillMs: 60000 } });
     for (let i = 0; i < 5; i++) expect((await t.call('POST', '/api/join', { body: { name: `g${i}` }, code: `GUESS${i}` })).status).toBe(403);
     expect((await t.join('Ada')).status).toBe(429);
-    expect((await t.instructor('/api/state')).status).toBe(429);
+    expect((await t.instructor('/api/state')).status).toBe(200);
   });
 
   test('memory stays bounded: the history keeps the newest attempts, totals keep counting', async () => {
@@ -272,7 +271,7 @@ describe('the instructor side', () => {
     const t = await start();
     const page = await t.call('GET', '/', { code: null });
     expect(page.status).toBe(200);
-    expect(page.text).toContain('<table id="grid">');
+    expect(page.text).toContain('<div id="grid" class="tiles">');
     expect(page.headers['content-security-policy']).toMatch(/script-src 'self'/);
     expect((await t.call('GET', '/insights.js', { code: null })).headers['content-type']).toMatch(/javascript/);
   });
@@ -353,14 +352,16 @@ describe('restarts', () => {
     copyFileSync(t.classroom.store.file, crashed);
     copyFileSync(t.classroom.store.journalFile, `${crashed}.journal`);
     appendFileSync(`${crashed}.journal`, '{"op":"reports","seq":99,"lear');
-    const replayed = ClassroomStore.open(crashed);
+    const steps = new Map(t.classroom.lessons.map((l) => [l.id, Object.keys(l.steps)]));
+    const replayed = ClassroomStore.open(crashed, { steps });
     expect(replayed.rows()).toEqual(acknowledged);
-    expect(replayed.warnings).toEqual([]);
+    // The half line was never acknowledged; it is set aside all the same.
+    expect(replayed.warnings).toEqual([expect.stringMatching(/^1 unreadable line of .*crashed\.json\.journal skipped/)]);
+    await replayed.start();
     // A snapshot written but the journal not yet emptied (a crash in between):
     // operations the snapshot holds are not applied twice.
-    await replayed.save();
     copyFileSync(t.classroom.store.journalFile, `${crashed}.journal`);
-    expect(ClassroomStore.open(crashed).rows()).toEqual(acknowledged);
+    expect(ClassroomStore.open(crashed, { steps }).rows()).toEqual(acknowledged);
     await replayed.close();
   });
 

@@ -1,8 +1,9 @@
 // The dashboard in a real browser (Debian's headless Chromium driven by
-// playwright-core): it loads with the instructor token, a learner's report
-// arrives live and the grid shows it, a learner called
-// <img src=x onerror=alert(1)> shows as text everywhere, and the stuck list
-// and failing steps follow. .ci/run installs chromium.
+// playwright-core): it loads with the instructor token and takes it out of
+// the address bar, a learner's report arrives live and the grid shows it, a
+// learner called <img src=x onerror=alert(1)> shows as text everywhere, the
+// stuck list and failing steps follow, and the instructor manages learners.
+// .ci/run installs chromium. The projector sizes: classroom-projector.test.js.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
@@ -58,43 +59,74 @@ test('a report arrives live and the grid shows it; the XSS name shows as text', 
   await page.waitForSelector('#live[data-state="live"]');
   expect(await page.textContent('#title')).toBe('Browser <b>test</b>');
   expect(await page.textContent('#join-command')).toBe(`cluster-workshop join ${classroom.url} --code ${classroom.code} --name "<your name>"`);
-  expect(await page.textContent('#grid tbody')).toContain('No learner has joined yet.');
+  expect(await page.textContent('#grid')).toContain('No learner has joined yet.');
 
   const evil = (await post('/api/join', { name: XSS })).json;
   expect((await report(evil, {})).status).toBe(200);
 
   // No reload: the cell appears through the live stream.
-  const cell = await page.waitForSelector(`tr[data-learner="${evil.learner}"] td[data-lesson="fork"][data-status="failing"]`);
-  expect(await cell.textContent()).toBe('✗ 1');
+  const cell = await page.waitForSelector(`.tile[data-learner="${evil.learner}"] [data-lesson="fork"][data-status="failing"]`);
+  expect(await cell.textContent()).toBe('2');
   expect(await cell.getAttribute('title')).toContain('"the primary has exactly 3 workers"');
-  expect(await page.textContent(`tr[data-learner="${evil.learner}"] td.learner`)).toBe(XSS);
+  expect(await page.textContent(`.tile[data-learner="${evil.learner}"] .name`)).toBe(XSS);
   expect(await page.locator('img').count()).toBe(0);
-  expect(await page.textContent('#failing')).toContain('the primary has exactly 3 workers: 1 learner (1 failures)');
+  expect(await page.textContent('#failing')).toBe('1 learner: the primary has exactly 3 workers lesson 2 fork · 1 failure · 0 passed');
 });
 
-test('three failures in a row at one step put the learner on the stuck list, as text', async () => {
+test('three failures in a row at one step put the learner on the stuck list and highlight them in the grid, as text', async () => {
   const key = (await post('/api/join', { name: 'Bob <script>alert(2)</script>' })).json;
   for (let i = 0; i < 3; i++) expect((await report(key, {})).status).toBe(200);
   await page.waitForSelector(`#stuck li[data-learner="${key.learner}"]`);
-  expect(await page.textContent(`#stuck li[data-learner="${key.learner}"]`)).toBe('Bob <script>alert(2)</script>: 3 failures in a row at "the primary has exactly 3 workers" (lesson 2 fork)');
-  expect(await page.getAttribute(`tr[data-learner="${key.learner}"]`, 'class')).toBe('stuck');
-  expect(await page.getAttribute(`tr[data-learner="${key.learner}"] td[data-lesson="fork"]`, 'class')).toBe('cell failing stuck');
+  expect(await page.textContent(`#stuck li[data-learner="${key.learner}"]`)).toBe('Bob <script>alert(2)</script> 3 failures in a row at "the primary has exactly 3 workers" (lesson 2 fork)');
+  expect(await page.getAttribute(`.tile[data-learner="${key.learner}"]`, 'class')).toBe('tile stuck');
+  expect(await page.getAttribute(`.tile[data-learner="${key.learner}"] [data-lesson="fork"]`, 'class')).toBe('cell failing stuck');
   // A pass takes them off the list and turns the cell green.
   expect((await report(key, { passed: true, failedStep: null })).status).toBe(200);
-  await page.waitForSelector(`tr[data-learner="${key.learner}"] td[data-lesson="fork"][data-status="passed"]`);
+  await page.waitForSelector(`.tile[data-learner="${key.learner}"] [data-lesson="fork"][data-status="passed"]`);
   expect(await page.locator(`#stuck li[data-learner="${key.learner}"]`).count()).toBe(0);
   expect(await page.textContent('#counts')).toBe('2 learners · 0 stuck · 0 finished');
   expect(await page.locator('script:not([src])').count()).toBe(0);
 });
 
-test('the export links download with the token; nothing ever ran from a name', async () => {
-  const csv = await page.evaluate(async () => (await fetch(document.getElementById('export-csv').href)).text());
-  expect(csv.split('\r\n')[0]).toMatch(/^learner,lesson_number,lesson,status/);
+// Issue 14, item 9.
+test('the token leaves the address bar and every link; exports and a reload still work', async () => {
+  expect(page.url()).not.toContain(classroom.token);
+  expect(page.url()).not.toContain('token');
+  expect(await page.evaluate((t) => document.documentElement.outerHTML.includes(t), classroom.token)).toBe(false);
+  const csv = await page.evaluate(async () => {
+    const r = await fetch('/api/export.csv');
+    return r.text();
+  });
+  expect(csv.split('\r\n')[0]).toMatch(/^\uFEFF?learner,lesson_number,lesson,status/);
   expect(csv).toContain(`${XSS},2,fork,failing,1`);
-  const json = await page.evaluate(async () => (await fetch(document.getElementById('export-json').href)).json());
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
+  const { readFileSync } = await import('node:fs');
+  const json = JSON.parse(readFileSync(await download.path(), 'utf8'));
   expect(json.learners.map((l) => l.name).sort()).toEqual(['<img src=x onerror=alert(1)>', 'Bob <script>alert(2)</script>'].sort());
+  // A reload (the URL has no token now) goes on with the cookie.
+  await page.reload();
+  await page.waitForSelector('#live[data-state="live"]');
+  expect(await page.locator('.tile').count()).toBe(2);
   expect(dialogs).toEqual([]);
   expect(pageErrors).toEqual([]);
+});
+
+// Issue 14, item 4 (the dashboard side).
+test('the instructor renames a learner and lets them join again from the dashboard', async () => {
+  const carol = (await post('/api/join', { name: 'Carol' })).json;
+  await page.waitForSelector(`.tile[data-learner="${carol.learner}"]`);
+  await page.click(`.tile[data-learner="${carol.learner}"] .name`);
+  await page.fill('#manage-rename', 'Carol B.');
+  await page.click('#manage-save');
+  await page.waitForFunction((id) => document.querySelector(`.tile[data-learner="${id}"] .name`)?.textContent === 'Carol B.', carol.learner);
+  await page.click(`.tile[data-learner="${carol.learner}"] .name`);
+  await page.click('#manage-rejoin');
+  const back = await post('/api/join', { name: 'carol b.' });
+  expect([back.status, back.json.learner]).toEqual([201, carol.learner]);
+  await page.click(`.tile[data-learner="${carol.learner}"] .name`);
+  await page.click('#manage-remove');
+  await page.click('#manage-remove');
+  await page.waitForSelector(`.tile[data-learner="${carol.learner}"]`, { state: 'detached' });
 });
 
 test('a dashboard opened with a wrong token explains itself', async () => {

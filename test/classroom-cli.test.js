@@ -70,3 +70,56 @@ test('a port in use or a broken state file: exit 2 with the fix', async () => {
   expect(broken.exitCode).toBe(2);
   expect(broken.output).toMatch(/could not be read.*--new/);
 });
+
+// Issue 14, item 1: one state file, one owner.
+test('a second classroom in the same folder refuses with the holder pid and port, and changes nothing', async () => {
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const files = () => Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(joinPath(dir, f), 'latin1')]));
+  const p = await start();
+  const ada = (await post(p, '/api/join', { name: 'Ada' })).json;
+  const report = (i) => ({ id: `owner-test-${i}`, lesson: 'fork', passed: false, failedStep: 'worker-count', durationMs: 900, attempt: i, at: new Date().toISOString() });
+  for (let i = 1; i <= 3; i++) expect((await post(p, '/api/reports', { learner: ada.learner, key: ada.key, reports: [report(i)] })).status).toBe(200);
+  const before = files();
+  for (const args of [[], ['--port', '0']]) {
+    const second = await startClassroomProcess({ cwd: dir, args, expectExit: true });
+    expect(second.exitCode).toBe(2);
+    expect(second.output).toContain(`in use by another classroom (pid ${p.child.pid}, port ${p.port})`);
+    expect(second.output).not.toMatch(/\n\s+at /);
+    expect(files()).toEqual(before);
+  }
+  // The first keeps acknowledging, and a kill -9 loses none of it.
+  for (let i = 4; i <= 5; i++) expect((await post(p, '/api/reports', { learner: ada.learner, key: ada.key, reports: [report(i)] })).status).toBe(200);
+  await p.stop('SIGKILL');
+  const again = await start();
+  expect((await state(again)).json.learners[0].lessons.fork.reports).toBe(5);
+});
+
+// Issue 14, item 3: a damaged but readable state file.
+test('a state file with learners: null stops the start with exit 2, a sentence and no stack trace', async () => {
+  const p = await start();
+  await p.stop('SIGINT');
+  const file = joinPath(dir, 'cluster-workshop-classroom.json');
+  const { readFileSync } = await import('node:fs');
+  const s = JSON.parse(readFileSync(file, 'utf8'));
+  writeFileSync(file, JSON.stringify({ ...s, learners: null }));
+  const r = await startClassroomProcess({ cwd: dir, expectExit: true });
+  expect(r.exitCode).toBe(2);
+  expect(r.output).toMatch(/could not be read: its learners is not an object\. Nothing was changed\..*--new/);
+  expect(r.output).not.toMatch(/\n\s+at /);
+});
+
+test('.gitignore keeps the classroom state, its journal, .corrupt and lock files out of git', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const names = ['cluster-workshop-classroom.json', 'cluster-workshop-classroom.json.journal', 'cluster-workshop-classroom.json.corrupt', 'cluster-workshop-classroom.json.lock', 'cluster-workshop-classroom.previous-1700000000000.json'];
+  const root = new URL('..', import.meta.url).pathname;
+  const ignored = execFileSync('git', ['check-ignore', '--no-index', ...names], { cwd: root, encoding: 'utf8' }).trim().split('\n');
+  expect(ignored).toEqual(names);
+});
+
+test('a state file in a folder that does not exist: exit 2 with the fix, nothing created', async () => {
+  const { readdirSync } = await import('node:fs');
+  const r = await startClassroomProcess({ cwd: dir, args: ['--state', 'no-such-folder/class.json'], expectExit: true });
+  expect(r.exitCode).toBe(2);
+  expect(r.output).toMatch(/folder of the classroom state file .*no-such-folder\/class\.json does not exist/);
+  expect(readdirSync(dir)).toEqual([]);
+});

@@ -5,12 +5,12 @@
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
-import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { main } from '../lib/cli/main.js';
 import { createClassroom } from '../lib/classroom/server.js';
 import { reportVerify, loadJoin, REPORT_BUDGET_MS } from '../lib/classroom/client.js';
 import { PACKAGE_ROOT } from '../lib/manifest.js';
+import { runCli } from './helpers/cli.js';
 
 let dir;
 let env;
@@ -120,7 +120,8 @@ test.each([
   ['no name', ['join', 'http://127.0.0.1:1', '--code', 'X'], 2, /--name/],
   ['a name with a newline', ['join', 'http://127.0.0.1:1', '--code', 'X', '--name', 'A\nB'], 2, /--name: name may hold/],
   ['an https address', ['join', 'https://127.0.0.1:1', '--code', 'X', '--name', 'A'], 1, /must start with http:\/\//],
-  ['nothing listening', ['join', 'http://127.0.0.1:1', '--code', 'X', '--name', 'A'], 1, /Could not join: could not reach .*connection refused/],
+  // Port 9 is closed here, and one fetch refuses: either way the learner reads why.
+  ['nothing listening', ['join', 'http://127.0.0.1:9', '--code', 'X', '--name', 'A'], 1, /Could not join: could not reach .*(connection refused|port 9 is one that browsers and fetch refuse)/],
 ])('join with %s says what to do', async (_, args, code, message) => {
   const r = await cli(args);
   expect(r.code).toBe(code);
@@ -204,22 +205,16 @@ test('leave sends what is queued if it can, removes the join, and verify reports
   expect((await cli(['leave'])).out).toMatch(/not in a classroom/);
 });
 
-function runCli(args, extraEnv = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [joinPath(PACKAGE_ROOT, 'bin', 'cluster-workshop.js'), ...args], { cwd: dir, env: { ...env, ...extraEnv, NO_COLOR: '1' } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('close', (code) => resolve({ code, out, err }));
-  });
+async function runCliHere(args, extraEnv = {}) {
+  const r = await runCli(args, { cwd: dir, env: { ...env, ...extraEnv, NO_COLOR: '1' } });
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
 test('a real verify reports its outcome, and with the classroom gone queues it with the same exit code and pure JSON', async () => {
   const { c, url } = await classroom();
   await cli(['join', url, '--code', c.store.joinCode, '--name', 'Ada']);
-  const starter = joinPath(PACKAGE_ROOT, 'exercises', '01-bottleneck', 'server.js');
-  const first = await runCli(['verify', '1', starter, '--json']);
+  const starter = joinPath(PACKAGE_ROOT, 'exercises', 'bottleneck', 'server.js');
+  const first = await runCliHere(['verify', '1', starter, '--json']);
   expect(first.code).toBe(1);
   const report = JSON.parse(first.out);
   expect(first.err).toMatch(/classroom: result sent/);
@@ -227,9 +222,71 @@ test('a real verify reports its outcome, and with the classroom gone queues it w
   expect(c.store.state.history).toEqual([expect.objectContaining({ lesson: 'bottleneck', passed: false, failedStep: failed, attempt: 1 })]);
 
   await c.close();
-  const second = await runCli(['verify', '1', starter, '--json']);
+  const second = await runCliHere(['verify', '1', starter, '--json']);
   expect(second.code).toBe(1);
   expect(JSON.parse(second.out).lesson).toBe('bottleneck');
   expect(second.err).toMatch(/classroom: could not reach .*connection refused.*1 result\(s\) queued/);
   expect(loadJoin({ env, cwd: dir }).info.queue).toEqual([expect.objectContaining({ lesson: 'bottleneck', attempt: 2, failedStep: failed })]);
+});
+
+// Issue 14, item 11 (the learner's side) and item 8 (one message, one meaning).
+test('a full queue drops its oldest results and says so', async () => {
+  const { c, url } = await classroom();
+  await cli(['join', url, '--code', c.store.joinCode, '--name', 'Ada']);
+  const file = loadJoin({ env, cwd: dir }).file;
+  const info = JSON.parse(readFileSync(file, 'utf8'));
+  const old = Array.from({ length: 50 }, (_, i) => ({ id: `old-result-${i}`, lesson: 'fork', passed: false, failedStep: 'worker-count', durationMs: 1, attempt: i + 1, at: new Date().toISOString() }));
+  writeFileSync(file, JSON.stringify({ ...info, url: 'http://127.0.0.1:1', queue: old }));
+  const r = await reportVerify({ lesson: 'fork', report: failedReport, attempts: 51, io: io() });
+  expect(r.queued).toBe(50);
+  expect(r.message).toMatch(/The queue keeps 50 results: the 1 oldest were dropped\./);
+  expect(loadJoin({ env, cwd: dir }).info.queue[0].id).toBe('old-result-1');
+});
+
+test('"with N queued" counts only results the classroom did not already have', async () => {
+  const { c, url } = await classroom();
+  await cli(['join', url, '--code', c.store.joinCode, '--name', 'Ada']);
+  await reportVerify({ lesson: 'fork', report: failedReport, attempts: 1, io: io() });
+  // The first try of that result arrived but its answer did not: it is still queued.
+  const file = loadJoin({ env, cwd: dir }).file;
+  const info = JSON.parse(readFileSync(file, 'utf8'));
+  writeFileSync(file, JSON.stringify({ ...info, queue: [{ ...c.store.state.history[0], id: c.store.state.learners.l1.recentIds[0], at: new Date().toISOString(), receivedAt: undefined, sentAt: undefined }].map(({ learner, receivedAt, sentAt, ...r }) => r) }));
+  const r = await reportVerify({ lesson: 'fork', report: passedReport, attempts: 2, io: io() });
+  expect(r.message).toBe('result sent to "Client test".');
+  expect(c.store.rows()[0].lessons.fork.reports).toBe(2);
+});
+
+test('a result the classroom does not take is called dropped, never sent', async () => {
+  const { c, url } = await classroom();
+  await cli(['join', url, '--code', c.store.joinCode, '--name', 'Ada']);
+  const r = await reportVerify({ lesson: 'fork', report: { passed: false, durationMs: 5, steps: [{ id: 'x'.repeat(65), passed: false }] }, attempts: 1, io: io() });
+  expect(r.message).not.toMatch(/sent/);
+  expect(r.message).toMatch(/did not take this result \(failedStep is not a step of lesson fork\); it was dropped/);
+  expect(r.queued).toBe(0);
+});
+
+test('the join file is written with the one atomic write: owner-only, no temporary file left', async () => {
+  const { c, url } = await classroom();
+  await cli(['join', url, '--code', c.store.joinCode, '--name', 'Ada']);
+  const { file } = loadJoin({ env, cwd: dir });
+  const { statSync, readdirSync } = await import('node:fs');
+  const { dirname } = await import('node:path');
+  expect(statSync(file).mode & 0o777).toBe(0o600);
+  await reportVerify({ lesson: 'fork', report: failedReport, attempts: 1, io: io() });
+  expect(readdirSync(dirname(file)).filter((f) => f.includes('tmp'))).toEqual([]);
+});
+
+test('a learner who lost classroom.json joins again under their name once the instructor allows it', async () => {
+  const { c, url } = await classroom();
+  await cli(['join', url, '--code', c.store.joinCode, '--name', 'Ada']);
+  await reportVerify({ lesson: 'fork', report: failedReport, attempts: 1, io: io() });
+  rmSync(joinPath(dir, 'config'), { recursive: true });
+  const refused = await cli(['join', url, '--code', c.store.joinCode, '--name', 'Ada']);
+  expect(refused.err).toMatch(/ask the instructor to let you join again/);
+  c.store.allowRejoin('l1');
+  const back = await cli(['join', url, '--code', c.store.joinCode, '--name', 'Ada']);
+  expect(back.code).toBe(0);
+  expect(back.out).toMatch(/You joined "Client test" as Ada again: your earlier results are kept\./);
+  await reportVerify({ lesson: 'fork', report: failedReport, attempts: 2, io: io() });
+  expect(c.store.rows()).toEqual([expect.objectContaining({ id: 'l1', lessons: { fork: expect.objectContaining({ reports: 2 }) } })]);
 });

@@ -1,5 +1,5 @@
 // What the dashboard concludes from learners' rows: cell status, who is stuck
-// (3 failures in a row at one step, or no lesson passed for N minutes), and
+// (3 failures in a row at one step, or no progress for N minutes), and
 // the steps that fail most per lesson.
 import { cellStatus, stuckReasons, describeReason, failingSteps } from '../lib/classroom/public/insights.js';
 
@@ -29,7 +29,7 @@ test('three failures in a row at one step on the current lesson make a learner s
   expect(stuckReasons(row({ lastLesson: 'bottleneck', lessons: { fork: lesson({ streak: 5 }), bottleneck: lesson({ streak: 1, streakStep: 'starts' }) } }), opts)).toEqual([]);
 });
 
-test('no lesson passed for the chosen minutes makes a learner stuck, unless every required lesson is done', () => {
+test('no progress for the chosen minutes makes a learner stuck, unless every required lesson is done', () => {
   const idle = row({ lastProgressAt: iso(0) });
   expect(stuckReasons(idle, { now: T0 + 9 * 60000, minutes: 10, lessons })).toEqual([]);
   expect(stuckReasons(idle, { now: T0 + 12 * 60000, minutes: 10, lessons })).toEqual([{ kind: 'idle', minutes: 12 }]);
@@ -52,4 +52,37 @@ test('failing steps: most learners first, then most failures', () => {
     { step: 'spread', learners: 1, failures: 9 },
   ]);
   expect(failingSteps(rows, lessons).bottleneck).toEqual([]);
+});
+
+// Issue 14, item 10: what a projector shows.
+test('names sort as people read numbers: Learner 2 before Learner 10 before Learner 100', async () => {
+  const { byName } = await import('../lib/classroom/public/insights.js');
+  const names = ['Learner 100', 'Learner 10', 'learner 2', 'Learner 1', 'Zoë', 'Ada'];
+  expect([...names].sort((a, b) => byName({ name: a }, { name: b }))).toEqual(['Ada', 'Learner 1', 'learner 2', 'Learner 10', 'Learner 100', 'Zoë']);
+});
+
+test('the stuck list is capped, most stuck first, and says how many more', async () => {
+  const { stuckList } = await import('../lib/classroom/public/insights.js');
+  const rows = Array.from({ length: 12 }, (_, i) =>
+    row({ id: `l${i}`, name: `L${i}`, lastLesson: 'fork', lastProgressAt: iso(60 - i), lessons: { fork: lesson({ streak: i % 4 === 0 ? 3 + i : 1 }) } }),
+  );
+  const { shown, more } = stuckList(rows, { now: T0 + 61 * 60000, minutes: 0, lessons, max: 2 });
+  expect(shown.map((s) => s.row.id)).toEqual(['l8', 'l4']);
+  expect(more).toBe(1);
+  const idle = stuckList(rows, { now: T0 + 75 * 60000, minutes: 10, lessons, max: 5 });
+  // Failures in a row first (most first), then the longest without progress.
+  expect(idle.shown.map((s) => s.row.id)).toEqual(['l8', 'l4', 'l0', 'l11', 'l10']);
+  expect(idle.more).toBe(7);
+});
+
+test('the steps that fail most, across lessons, most learners first', async () => {
+  const { topFailingSteps } = await import('../lib/classroom/public/insights.js');
+  const rows = [
+    row({ id: 'a', lessons: { fork: lesson({ fails: { 'worker-count': 2 } }), bottleneck: lesson({ fails: { starts: 1 } }) } }),
+    row({ id: 'b', lessons: { fork: lesson({ fails: { 'worker-count': 1 } }) } }),
+  ];
+  expect(topFailingSteps(rows, lessons, 5)).toEqual([
+    { lesson: 'fork', step: 'worker-count', learners: 2, failures: 3 },
+    { lesson: 'bottleneck', step: 'starts', learners: 1, failures: 1 },
+  ]);
 });

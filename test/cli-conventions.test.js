@@ -3,7 +3,7 @@
 // where a person watches a terminal.
 import { jest } from '@jest/globals';
 import { COMMANDS } from '../lib/cli/main.js';
-import { TextReporter } from '../lib/harness/reporter.js';
+import { TextReporter } from '../lib/cli/reporter.js';
 import { loadLessons } from '../lib/manifest.js';
 import { runCli, tempDir, removeDir } from './helpers/cli.js';
 

@@ -65,7 +65,7 @@ test('a lesson can be started and verified from the installed package', async ()
   const start = await npx(['start', '1']);
   expect(start.code).toBe(0);
   expect(start.stdout).toContain('npx cluster-workshop verify');
-  const lessonDir = join(home, 'cluster-workshop', '01-bottleneck');
+  const lessonDir = join(home, 'cluster-workshop', 'bottleneck');
   expect(existsSync(join(lessonDir, 'server.js'))).toBe(true);
   // express for plain `node server.js` comes from the learner's install, not from this clone.
   const resolved = execFileSync(process.execPath, ['--input-type=module', '-e', "console.log(import.meta.resolve('express'))"], { cwd: lessonDir }).toString();
@@ -73,7 +73,7 @@ test('a lesson can be started and verified from the installed package', async ()
 
   const failing = await npx(['verify']);
   expect(failing.code).toBe(1);
-  copyFileSync(join(home, 'node_modules', 'cluster-workshop', 'solutions', '01-bottleneck', 'server.js'), join(lessonDir, 'server.js'));
+  copyFileSync(join(home, 'node_modules', 'cluster-workshop', 'solutions', 'bottleneck', 'server.js'), join(lessonDir, 'server.js'));
   const passing = await npx(['verify']);
   expect({ code: passing.code, tail: passing.stdout.slice(-300) }).toMatchObject({ code: 0 });
   expect(passing.stdout).toContain('Lesson 1 (bottleneck) is done.');

@@ -2,23 +2,13 @@
 // required check passes (exit 0); an optional check that fails (Redis) only
 // warns; a required one that fails (an unwritable workspace) says the fix
 // and exits 1.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
+import { runCli } from './helpers/cli.js';
 
-const CLI = new URL('../bin/cluster-workshop.js', import.meta.url).pathname;
-
-function runCli(args, env = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: tmpdir(), env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('exit', (code) => resolve({ code, out }));
-  });
-}
+const doctor = (args, env = {}) => runCli(args, { cwd: tmpdir(), env: { NO_COLOR: '1', ...env } });
 
 /** A port nothing listens on. */
 async function closedPort() {
@@ -30,7 +20,7 @@ async function closedPort() {
 }
 
 test('a ready machine: a line per check, exit 0', async () => {
-  const r = await runCli(['doctor']);
+  const r = await doctor(['doctor']);
   expect(r.code).toBe(0);
   for (const check of [/✓ Node\.js \d+\.\d+\.\d+ \(the workshop needs 20\.17 or newer\)/, /cores available/, /a free port can be bound/, /signals work/, /process table can be read/, /packages are installed/, /workspace .* is writable/, /loopback addresses/]) {
     expect(r.out).toMatch(check);
@@ -39,13 +29,35 @@ test('a ready machine: a line per check, exit 0', async () => {
 });
 
 test('an optional check that fails warns with its fix; a required one fails with its fix and exit 1', async () => {
-  const file = join(mkdtempSync(join(tmpdir(), 'cw-doctor-')), 'not-a-folder');
+  const dir = mkdtempSync(join(tmpdir(), 'cw-doctor-'));
+  const file = join(dir, 'not-a-folder');
   writeFileSync(file, '');
   const port = await closedPort();
-  const r = await runCli(['doctor', '--dir', join(file, 'workspace')], { REDIS_URL: `redis://127.0.0.1:${port}` });
+  const r = await doctor(['doctor', '--dir', join(file, 'workspace')], { REDIS_URL: `redis://127.0.0.1:${port}` });
+  rmSync(dir, { recursive: true, force: true });
   expect(r.code).toBe(1);
   expect(r.out).toMatch(new RegExp(`! Redis does not answer at 127\\.0\\.0\\.1:${port} \\(REDIS_URL\\) \\(connection refused`));
   expect(r.out).toMatch(/✗ the workspace .*not-a-folder\/workspace is not writable/);
   expect(r.out).toMatch(/fix: run the workshop from a folder you own.*--dir/);
   expect(r.out).toMatch(/1 required check failed/);
+});
+
+test('without unshare and taskset (a PATH that has neither) the containers check warns that its steps are skipped; with them it says they run', async () => {
+  const here = await doctor(['doctor']);
+  expect(here.out).toMatch(/✓ a program can run as PID 1 of its own PID namespace \(unshare\) on chosen CPUs \(taskset\), as lesson \d+ \(containers\) needs/);
+  const empty = mkdtempSync(join(tmpdir(), 'cw-doctor-path-'));
+  const r = await doctor(['doctor'], { PATH: empty });
+  rmSync(empty, { recursive: true, force: true });
+  expect(r.code).toBe(0); // optional: a warning, not a failure
+  expect(r.out).toMatch(/! lesson \d+ \(containers\) will skip its PID 1 and CPU steps \(PID 1: unshare is not installed \(util-linux\); CPU set: taskset is not installed/);
+  expect(r.out).toMatch(/fix: install util-linux/);
+});
+
+test('nginx for the beyond-one-machine lesson: found, it says which; missing (NGINX_BIN elsewhere), it warns with how to install it', async () => {
+  const here = await doctor(['doctor']);
+  expect(here.out).toMatch(/✓ nginx version: nginx\/[\d.]+ \(\S+\) and the loopback addresses it needs, as lesson \d+ \(beyond-one-machine\) needs \(with Redis\)/);
+  const r = await doctor(['doctor'], { NGINX_BIN: '/nonexistent/nginx' });
+  expect(r.code).toBe(0); // optional: a warning, not a failure
+  expect(r.out).toMatch(/! nginx is not installed; only lesson \d+ \(beyond-one-machine\) needs it, and it is optional/);
+  expect(r.out).toMatch(/fix: (Debian\/Ubuntu: sudo apt-get install nginx|brew install nginx redis)/);
 });

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { join } from 'node:path';
 import { runVerifier } from '../lib/harness/runner.js';
-import { TextReporter } from '../lib/harness/reporter.js';
+import { TextReporter } from '../lib/cli/reporter.js';
 import { leftovers, verdictOf, PASSED } from './helpers/verify.js';
 
 const FILE = join(new URL('./fixtures/harness/', import.meta.url).pathname, 'listens-on-signal.js');

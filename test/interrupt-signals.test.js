@@ -2,14 +2,14 @@
 // it: SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed) each stop the
 // learner's program, exit with 128+n, and leave no process. A SIGKILLed
 // verifier cannot clean up, so the next `verify` or `run` ends what it left.
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { markedProcesses } from '../lib/harness/processes.js';
 import { PACKAGE_ROOT } from '../lib/manifest.js';
 import { until } from './helpers/until.js';
+import { startCli } from './helpers/cli.js';
 
 const BIN = join(PACKAGE_ROOT, 'bin', 'cluster-workshop.js');
-const SOLUTION_3 = join(PACKAGE_ROOT, 'solutions', '03-respawn', 'server.js');
+const SOLUTION_3 = join(PACKAGE_ROOT, 'solutions', 'respawn', 'server.js');
 const QUICK_FAIL = join(PACKAGE_ROOT, 'test', 'fixtures', 'harness', 'syntax-error.js');
 const SILENT_CLUSTER = join(PACKAGE_ROOT, 'test', 'fixtures', 'harness', 'silent-cluster.js');
 const CODES = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
@@ -18,21 +18,13 @@ const CODES = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
 const ownedBy = (owner) => markedProcesses().filter((p) => Number(p.mark.split(':')[0]) === owner);
 
 function cli(args) {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: PACKAGE_ROOT,
-    env: { ...process.env, NO_COLOR: '1', CLUSTER_WORKSHOP_DIR: join(PACKAGE_ROOT, 'test', '.no-such-workspace') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (c) => (output += c));
-  child.stderr.on('data', (c) => (output += c));
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  return { child, exited, output: () => output };
+  const run = startCli(args, { cwd: PACKAGE_ROOT, env: { NO_COLOR: '1', CLUSTER_WORKSHOP_DIR: join(PACKAGE_ROOT, 'test', '.no-such-workspace') } });
+  return { child: run.child, exited: run.exited, output: () => run.out };
 }
 
 /** Starts `verify 3` on a program (the reference solution) and resolves once its primary and 3 workers run. */
 async function verifyUpAndRunning(file = SOLUTION_3) {
-  const run = cli(['verify', '3', file]);
+  const run = cli(['verify', 'respawn', file]);
   await until(() => ownedBy(run.child.pid).length >= 4 || run.child.exitCode !== null, 'the learner program runs');
   expect({ exited: run.child.exitCode, output: run.output() }).toEqual({ exited: null, output: expect.any(String) });
   return run;
@@ -75,7 +67,7 @@ describe('a SIGKILLed verify', () => {
 
   test('leaves its program running, and the next run ends it', async () => {
     const { owner } = await killedVerify();
-    const next = cli(['run', '1', join(PACKAGE_ROOT, 'solutions', '01-bottleneck', 'server.js')]);
+    const next = cli(['run', '1', join(PACKAGE_ROOT, 'solutions', 'bottleneck', 'server.js')]);
     await until(() => ownedBy(next.child.pid).length >= 1 || next.child.exitCode !== null, 'run starts the program');
     await until(() => ownedBy(owner).length === 0, 'the orphans are gone', 3000);
     next.child.kill('SIGINT');

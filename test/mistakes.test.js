@@ -3,7 +3,7 @@
 // correct-but-unusual program passes. After each run, no process is left.
 // A derived fixture (// derive-from:) runs as its source with its
 // replacements, written to a temporary folder that is removed at the end.
-import { basename } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { loadLessons } from '../lib/manifest.js';
 import { fixturesOf, parseExpectations, textsFor, applyReplacements, FixturePrograms } from './helpers/fixtures.js';
 import { verifyFile, leftovers, verdictOf, PASSED, failedAt } from './helpers/verify.js';
@@ -32,7 +32,7 @@ for (const lesson of loadLessons()) {
   describe(`${lesson.number} ${lesson.id}: fixture programs`, () => {
     for (const file of fixtures) {
       const expectation = parseExpectations(file);
-      const name = file.endsWith('/server.js') ? basename(file.slice(0, -10)) : basename(file);
+      const name = basename(dirname(file)) === lesson.id ? basename(file) : basename(dirname(file));
       test(`${name} ${expectation.pass ? 'passes' : `fails at ${expectation.failAt.join(' or ')}`}`, async () => {
         const program = programs.programOf(file);
         const result = await verifyFile(lesson.id, program, { readyTimeoutMs: expectation.readyTimeoutMs });

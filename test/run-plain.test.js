@@ -2,34 +2,18 @@
 // a free one when that is taken, saying so), relays the program's output and
 // the cluster's events as plain lines, and SIGINT stops every process it
 // started; a program that stops by itself makes it exit 1 with the cause.
-import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
+import http from 'node:http';
 import { findLesson } from '../lib/manifest.js';
 import { request } from '../lib/harness/http.js';
 import { isAlive, markedProcesses, workerPidsOf } from '../lib/harness/processes.js';
+import { startCli } from './helpers/cli.js';
 
-const CLI = new URL('../bin/cluster-workshop.js', import.meta.url).pathname;
 
-function startCli(args, cwd) {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const cli = { child, out: '' };
-  child.stdout.on('data', (d) => (cli.out += d));
-  child.stderr.on('data', (d) => (cli.out += d));
-  cli.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  cli.waitFor = async (pattern, timeoutMs = 20000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const m = pattern.exec(cli.out);
-      if (m) return m;
-      if (Date.now() > deadline) throw new Error(`no ${pattern} within ${timeoutMs} ms in:\n${cli.out}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  return cli;
-}
+const startIn = (args, cwd) => startCli(args, { cwd, env: { NO_COLOR: '1' } });
 
 /** Processes started by that CLI process (their run marker names it) that are still alive. */
 const leftBy = (pid) => markedProcesses().filter((p) => Number(p.mark.split(':')[0]) === pid);
@@ -44,7 +28,7 @@ test('serves on a free port when the one asked for is taken, relays output and e
   const blocker = net.createServer();
   await new Promise((r) => blocker.listen(0, r));
   const taken = blocker.address().port;
-  const cli = startCli(['run', 'respawn', 'server.js', '--port', String(taken)], dir);
+  const cli = startIn(['run', 'respawn', 'server.js', '--port', String(taken)], dir);
   try {
     await cli.waitFor(new RegExp(`Port ${taken} is taken`));
     const [, port, primary] = (await cli.waitFor(/answers on http:\/\/127\.0\.0\.1:(\d+)\/\s+\(primary pid (\d+)\)/)).map(Number);
@@ -75,7 +59,7 @@ http.createServer((q, r) => r.end(JSON.stringify({ pid: process.pid }))).listen(
 setTimeout(() => { console.error('giving up now'); process.exit(3); }, 800);
 `,
   );
-  const cli = startCli(['run', '1', 'quits.js', '--port', '0'], dir);
+  const cli = startIn(['run', '1', 'quits.js', '--port', '0'], dir);
   try {
     expect(await cli.exited).toEqual({ code: 1, signal: null });
     expect(cli.out).toMatch(/exited with code 3 by itself/);
@@ -83,5 +67,29 @@ setTimeout(() => { console.error('giving up now'); process.exit(3); }, 800);
     expect(leftBy(cli.child.pid)).toEqual([]);
   } finally {
     cli.child.kill('SIGKILL');
+  }
+});
+
+test('a port taken between choosing it and the program\'s listen: run starts it again on another port, as verify does', async () => {
+  // This program listens only on SIGUSR2, so the test takes its port first.
+  copyFileSync(new URL('./fixtures/harness/listens-on-signal.js', import.meta.url).pathname, join(dir, 'on-signal.js'));
+  const cli = startIn(['run', 'bottleneck', 'on-signal.js', '--port', '0'], dir);
+  const stranger = http.createServer((req, res) => res.end(JSON.stringify({ pid: process.pid })));
+  try {
+    const [, firstPid, firstPort] = (await cli.waitFor(/booting pid=(\d+) port=(\d+)/)).map(Number);
+    await new Promise((resolve) => stranger.listen(firstPort, resolve));
+    process.kill(firstPid, 'SIGUSR2'); // its listen now fails with EADDRINUSE
+    await cli.waitFor(new RegExp(`port ${firstPort} was taken by another program before yours listened on it; starting it again on another port`));
+    const second = await cli.waitFor(new RegExp(`booting pid=(\\d+) port=(?!${firstPort}\\b)(\\d+)`));
+    process.kill(Number(second[1]), 'SIGUSR2');
+    const [, port] = (await cli.waitFor(/answers on http:\/\/127\.0\.0\.1:(\d+)\//)).map(Number);
+    expect(port).toBe(Number(second[2]));
+    expect((await request(port, '/')).pid).toBe(Number(second[1])); // the program, not the stranger
+    cli.child.kill('SIGINT');
+    expect(await cli.exited).toEqual({ code: 0, signal: null });
+    expect(leftBy(cli.child.pid)).toEqual([]);
+  } finally {
+    cli.child.kill('SIGKILL');
+    stranger.close();
   }
 });

@@ -3,12 +3,13 @@
 // results not yet sent live in one small file: classroom.json in the
 // workspace folder when there is one, else in the user's config folder.
 // Reporting never throws and never takes longer than a short budget: what
-// cannot be sent now is queued and goes with a later verify.
+// cannot be sent now is queued and goes with a later verify. It talks to the
+// classroom with fetch (the harness's client is for probing learner programs).
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { request } from '../harness/http.js';
+import { writeFileAtomicSync } from '../fs/atomic-write.js';
 import { workspaceDir } from '../progress.js';
 import { LIMITS } from './limits.js';
 
@@ -65,9 +66,7 @@ export function loadJoin(where = {}) {
 export function saveJoin(file, info) {
   try {
     mkdirSync(dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
-    renameSync(tmp, file);
+    writeFileAtomicSync(file, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
   } catch (err) {
     throw new ClassroomError(
       `Could not save your classroom file in ${dirname(file)} (${err.code ?? err.message}). Make that folder writable, or set XDG_CONFIG_HOME to a folder you can write to, or create your workspace first (cluster-workshop start) so the file goes there.`,
@@ -88,8 +87,43 @@ export function parseClassroomUrl(text) {
   return { base: `http://${url.host}${prefix}`, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80), prefix };
 }
 
-function post(target, path, body, { code, timeoutMs }) {
-  return request(target.port, `${target.prefix}${path}`, { host: target.host, method: 'POST', body, timeoutMs, headers: { 'x-join-code': code } });
+const NETWORK_ERRORS = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'no such host (name lookup failed)',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connection timed out',
+};
+
+/**
+ * One POST to the classroom, bounded by timeoutMs; never throws.
+ * { ok: true, status, text, json } when an answer came, else { ok: false, code: 'TIMEOUT', ms } or { ok: false, error }.
+ */
+async function post(target, path, body, { code, timeoutMs }) {
+  try {
+    const res = await fetch(`${target.base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-join-code': code },
+      body: JSON.stringify(body),
+      redirect: 'manual',
+      signal: AbortSignal.timeout(Math.max(1, Math.round(timeoutMs))),
+    });
+    const text = await res.text();
+    let json;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { ok: true, status: res.status, text, json };
+  } catch (err) {
+    if (err?.name === 'TimeoutError' || err?.name === 'AbortError') return { ok: false, code: 'TIMEOUT', ms: Math.round(timeoutMs) };
+    const cause = err?.cause;
+    if (cause?.message === 'bad port') return { ok: false, error: `port ${target.port} is one that browsers and fetch refuse to use; ask your instructor to run the classroom on another port` };
+    return { ok: false, error: NETWORK_ERRORS[cause?.code] ?? cause?.code ?? cause?.message ?? err?.message ?? String(err) };
+  }
 }
 
 function unreachable(result, base) {
@@ -130,7 +164,8 @@ export async function joinClass({ url, code, name, dir, env = process.env, cwd =
   if (r.status !== 201 || typeof r.json?.key !== 'string') throw new ClassroomError(`Unexpected answer from ${target.base} (status ${r.status}). Is that the classroom's address?`);
   const info = { version: JOIN_VERSION, url: target.base, code: cleanCode, name: printable(r.json.name), learner: String(r.json.learner), key: r.json.key, title: printable(r.json.title), joinedAt: new Date().toISOString(), attempts: {}, queue: [] };
   saveJoin(file, info);
-  return { file, info, previous };
+  // rejoined: the instructor let this learner back in under their name (their results are kept).
+  return { file, info, previous, rejoined: r.json.rejoined === true };
 }
 
 // What the classroom sends back is shown in the learner's terminal: no control characters.
@@ -175,43 +210,56 @@ export function leaveClass({ dir, env = process.env, cwd = process.cwd() } = {})
 
 /**
  * Sends the queue (oldest first) in batches until it is empty or the budget
- * is spent. Returns { sent, dropped, outcome, detail } where outcome is
- * 'sent' | 'unreachable' | 'refused' | 'busy'.
+ * is spent. Returns { sent, accepted, dropped, droppedIds, dropReason, outcome, detail }
+ * where outcome is 'sent' | 'unreachable' | 'refused' | 'busy'; sent counts
+ * the results that left the queue with a 200, accepted those the classroom
+ * counted (not the ones it already had: a retry whose first try arrived).
  */
 export async function flushQueue(info, { deadline, timeoutMs = REPORT_BUDGET_MS }) {
   const target = parseClassroomUrl(info.url);
-  let sent = 0;
-  let dropped = 0;
+  const done = { sent: 0, accepted: 0, dropped: 0, droppedIds: [], dropReason: null };
+  const stop = (outcome, detail) => ({ ...done, outcome, detail });
+  const send = (reports) =>
+    post(target, '/api/reports', { learner: info.learner, key: info.key, reports }, { code: info.code, timeoutMs: Math.min(Math.max(deadline - Date.now(), 50), timeoutMs) });
+  const took = (r, n) => {
+    done.sent += n;
+    done.accepted += Number.isInteger(r.json?.accepted) ? r.json.accepted : n;
+  };
+  const drop = (r) => {
+    const [gone] = info.queue.splice(0, 1);
+    done.dropped += 1;
+    done.droppedIds.push(gone.id);
+    done.dropReason = printable(r.json?.error ?? `status ${r.status}`).replace(/^report \d+: /, '');
+  };
   while (info.queue.length) {
     const left = deadline - Date.now();
-    if (left < 50) return { sent, dropped, outcome: 'unreachable', detail: `no answer from ${target.base} in time` };
+    if (left < 50) return stop('unreachable', `no answer from ${target.base} in time`);
     const batch = info.queue.slice(0, LIMITS.maxReportsPerRequest);
-    const r = await post(target, '/api/reports', { learner: info.learner, key: info.key, reports: batch }, { code: info.code, timeoutMs: Math.min(left, timeoutMs) });
-    if (!r.ok) return { sent, dropped, outcome: 'unreachable', detail: unreachable(r, target.base) };
+    const r = await send(batch);
+    if (!r.ok) return stop('unreachable', unreachable(r, target.base));
     if (r.status === 200) {
       info.queue.splice(0, batch.length);
-      sent += batch.length;
+      took(r, batch.length);
     } else if (r.status === 400) {
-      // A result this classroom will never take (a lesson it does not know):
-      // find it by sending one at a time, drop it, keep the others.
-      if (batch.length === 1) {
-        info.queue.shift();
-        dropped += 1;
-      } else {
-        const single = await post(target, '/api/reports', { learner: info.learner, key: info.key, reports: [batch[0]] }, { code: info.code, timeoutMs: Math.min(Math.max(deadline - Date.now(), 50), timeoutMs) });
-        if (!single.ok) return { sent, dropped, outcome: 'unreachable', detail: unreachable(single, target.base) };
-        if (single.status !== 200 && single.status !== 400) return { sent, dropped, outcome: 'busy', detail: `status ${single.status}` };
-        info.queue.shift();
-        if (single.status === 200) sent += 1;
-        else dropped += 1;
+      // A result this classroom will never take (a lesson or step it does not
+      // know): find it by sending one at a time, drop it, keep the others.
+      if (batch.length === 1) drop(r);
+      else {
+        const single = await send([batch[0]]);
+        if (!single.ok) return stop('unreachable', unreachable(single, target.base));
+        if (single.status === 200) {
+          info.queue.shift();
+          took(single, 1);
+        } else if (single.status === 400) drop(single);
+        else return stop('busy', `${target.base} answered ${single.status}`);
       }
     } else if (r.status === 401 || r.status === 403) {
-      return { sent, dropped, outcome: 'refused', detail: `${target.base} no longer accepts your join` };
+      return stop('refused', `${target.base} no longer accepts your join`);
     } else {
-      return { sent, dropped, outcome: 'busy', detail: `${target.base} answered ${r.status}` };
+      return stop('busy', `${target.base} answered ${r.status}`);
     }
   }
-  return { sent, dropped, outcome: 'sent' };
+  return stop('sent');
 }
 
 /**
@@ -240,8 +288,9 @@ export async function reportVerify({ lesson, report, attempts, dir, io = {}, bud
     const attempt = Math.max(Number.isInteger(attempts) && attempts > 0 ? attempts : 1, (info.attempts[lesson] ?? 0) + 1);
     info.attempts[lesson] = attempt;
     const failed = report.steps?.find((s) => !s.passed);
+    const id = randomBytes(12).toString('base64url');
     info.queue.push({
-      id: randomBytes(12).toString('base64url'),
+      id,
       lesson,
       passed: Boolean(report.passed),
       failedStep: report.passed ? null : (failed?.id ?? 'starts'),
@@ -249,7 +298,8 @@ export async function reportVerify({ lesson, report, attempts, dir, io = {}, bud
       attempt,
       at: new Date().toISOString(),
     });
-    const overflow = info.queue.length - MAX_QUEUE;
+    // The queue is bounded: the oldest results go, and the learner is told.
+    const overflow = Math.max(info.queue.length - MAX_QUEUE, 0);
     if (overflow > 0) info.queue.splice(0, overflow);
 
     const result = await flushQueue(info, { deadline });
@@ -260,14 +310,20 @@ export async function reportVerify({ lesson, report, attempts, dir, io = {}, bud
       saveProblem = err.message;
     }
     const queued = info.queue.length;
+    const thisDropped = result.droppedIds.includes(id);
+    const earlier = result.accepted - (result.outcome === 'sent' && !thisDropped ? 1 : 0);
+    const where = info.title ? `"${info.title}"` : info.url;
     let message;
-    if (result.outcome === 'sent') message = `result sent to ${info.title ? `"${info.title}"` : info.url}${result.sent > 1 ? ` (with ${result.sent - 1} queued before)` : ''}.`;
+    if (thisDropped) message = `${where} did not take this result (${result.dropReason}); it was dropped.`;
+    else if (result.outcome === 'sent') message = `result sent to ${where}${earlier > 0 ? ` (with ${earlier} queued before)` : ''}.`;
     else if (result.outcome === 'refused') message = `${result.detail} (the instructor may have started a new class). Run cluster-workshop join again, or cluster-workshop leave. ${queued} result(s) kept.`;
     else message = `${result.detail}; ${queued} result(s) queued, sent with your next verify.`;
-    if (result.dropped) message += ` ${result.dropped} result(s) the classroom does not take were dropped.`;
+    const otherDropped = result.dropped - (thisDropped ? 1 : 0);
+    if (otherDropped > 0) message += ` ${otherDropped} earlier result(s) the classroom does not take were dropped.`;
+    if (overflow > 0) message += ` The queue keeps ${MAX_QUEUE} results: the ${overflow} oldest were dropped.`;
     if (saveProblem) message += ` ${saveProblem}`;
     say(message);
-    return { outcome: result.outcome, queued, sent: result.sent, message };
+    return { outcome: result.outcome, queued, sent: result.sent, accepted: result.accepted, dropped: result.dropped + overflow, message };
   } catch (err) {
     say(err instanceof ClassroomError ? err.message : `reporting failed (${err?.message ?? err}); your verify result is unchanged.`);
     return { outcome: 'error', queued: 0, sent: 0, message: String(err?.message ?? err) };

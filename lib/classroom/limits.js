@@ -22,11 +22,24 @@ export const LIMITS = Object.freeze({
   // several seconds, so a real learner never reaches it).
   reportBurst: 20,
   reportRefillMs: 2000,
-  // Per client address: wrong join codes or tokens before 429 (guessing).
+  // Per client address: distinct wrong join codes (the same stale code sent
+  // again counts once) before new joins from it get 429; wrong instructor
+  // tokens are counted apart. Learners already in (their key) and the
+  // instructor (the token) are never held back by others' guesses.
   authFailureBurst: 20,
   authFailureRefillMs: 3000,
-  // Live dashboards connected at once.
+  // Per client address: joins. A class behind one NAT joins within a minute
+  // or two (a burst of 40), then one more every 10 s; a script that read the
+  // projected code cannot fill the class.
+  joinBurst: 40,
+  joinRefillMs: 10000,
+  // Live dashboards connected at once; one more evicts the one that reads
+  // least (a stalled one), so the instructor's own reload always gets in.
   maxDashboards: 20,
+  // Bytes a dashboard's stream may have waiting to be sent (a dashboard that
+  // stopped reading), besides the snapshot it got on connecting; beyond, it
+  // is dropped and the browser reconnects and gets a fresh snapshot.
+  maxStreamBufferBytes: 1024 * 1024,
 });
 
 export const NAME_MAX = 40;

@@ -2,13 +2,24 @@
 // verify outcomes; the instructor's dashboard (static files in public/, no
 // build step) reads the class with the instructor token and follows it live
 // over server-sent events. Wrong or missing secrets get a bare 401/403.
+//
+// Secrets and guessing: the join code (6 characters, projected for the
+// room) is what a stranger can guess; the learner key and the instructor
+// token (128 bits each) are not guessable. So only wrong join codes are
+// limited per address, distinct ones only (a learner's stale code sent with
+// every verify is one guess), and they hold back new joins from that address
+// only: a learner already in (their key) and the instructor (the token) are
+// never locked out by others' mistakes.
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
 import { LIMITS } from './limits.js';
 import { RateLimiter } from './rate-limit.js';
 import { ClassroomStore, sameSecret } from './store.js';
-import { validateJoin, validateReportBatch } from './validate.js';
+import { lockStateFile } from './lock.js';
+import { DashboardStreams } from './streams.js';
+import { validateJoin, validateName, validateReportBatch } from './validate.js';
 import { lessonCatalog } from './catalog.js';
 import { toCsv, toJson } from './export.js';
 
@@ -27,6 +38,9 @@ const SECURITY_HEADERS = {
 };
 
 /**
+ * Builds the classroom: takes the state file's lock and reads the class, in
+ * memory only. Nothing on disk changes until listen() has bound the port; a
+ * start that fails (close() after a failed listen) leaves every file as it was.
  * @param {object} o
  * @param {string} o.stateFile
  * @param {string} [o.title]
@@ -34,18 +48,30 @@ const SECURITY_HEADERS = {
  * @param {string} [o.joinUrl] the address learners use (shown on the dashboard)
  * @param {() => number} [o.now]
  * @param {object} [o.limits] overrides of LIMITS (tests)
+ * @param {(line: string) => void} [o.warn] where warnings about the state go
  */
-export async function createClassroom({ stateFile, title, fresh = false, joinUrl = null, now = Date.now, limits = {} }) {
+export async function createClassroom({ stateFile, title, fresh = false, joinUrl = null, now = Date.now, limits = {}, warn = (w) => console.error(`classroom: warning: ${w}`) }) {
   const lim = { ...LIMITS, ...limits };
-  const store = ClassroomStore.open(stateFile, { title, fresh, now, limits: lim });
-  // The start writes the state whole: a resumed class leaves its journal empty.
-  await store.save();
-  for (const w of store.warnings) console.error(`classroom: warning: ${w}`);
-  const lessons = await lessonCatalog();
-  const lessonIds = new Set(lessons.map((l) => l.id));
+  const lessons = lessonCatalog();
+  const stepIds = new Map(lessons.map((l) => [l.id, Object.keys(l.steps)]));
+  const stepSets = new Map(lessons.map((l) => [l.id, new Set(Object.keys(l.steps))]));
+  const lock = lockStateFile(stateFile);
+  let store;
+  try {
+    store = ClassroomStore.open(stateFile, { title, fresh, now, limits: lim, steps: stepIds });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   const reportLimiter = new RateLimiter({ burst: lim.reportBurst, refillMs: lim.reportRefillMs, now });
-  const authLimiter = new RateLimiter({ burst: lim.authFailureBurst, refillMs: lim.authFailureRefillMs, now });
-  const dashboards = new Set();
+  const codeGuesses = new RateLimiter({ burst: lim.authFailureBurst, refillMs: lim.authFailureRefillMs, now });
+  const tokenGuesses = new RateLimiter({ burst: lim.authFailureBurst, refillMs: lim.authFailureRefillMs, now });
+  const joinLimiter = new RateLimiter({ burst: lim.joinBurst, refillMs: lim.joinRefillMs, now });
+  // Wrong codes already counted, per address: "<address> <code hash>", oldest first.
+  const countedGuesses = new Map();
+  const dashboards = new DashboardStreams({ max: lim.maxDashboards, maxBufferedBytes: lim.maxStreamBufferBytes });
+  let listening = false;
+  let port = null;
 
   const app = express();
   app.disable('x-powered-by');
@@ -56,33 +82,55 @@ export async function createClassroom({ stateFile, title, fresh = false, joinUrl
   });
 
   // --- secrets --------------------------------------------------------------
-  // Guessing is limited per client address: only failures count.
-  function denied(req, res, status) {
-    authLimiter.take(req.socket.remoteAddress ?? '?');
-    res.status(status).type('text/plain').send(status === 401 ? 'Unauthorized' : 'Forbidden');
+  const addressOf = (req) => req.socket.remoteAddress ?? '?';
+  const bare = (res, status) => res.status(status).type('text/plain').send(status === 401 ? 'Unauthorized' : 'Forbidden');
+  const tooMany = (res, limiter, key) => res.set('Retry-After', String(limiter.retryAfter(key))).status(429).type('text/plain').send('Too Many Requests');
+
+  /** A wrong join code: counted once per address and code. */
+  function wrongCode(req, res, code) {
+    const ip = addressOf(req);
+    const key = `${ip} ${createHash('sha256').update(code).digest('base64')}`;
+    if (!countedGuesses.has(key)) {
+      codeGuesses.take(ip);
+      countedGuesses.set(key, true);
+      if (countedGuesses.size > 10000) countedGuesses.delete(countedGuesses.keys().next().value);
+    }
+    bare(res, 403);
   }
 
-  function guessingTooMuch(req, res) {
-    const ip = req.socket.remoteAddress ?? '?';
-    if (authLimiter.allows(ip)) return false;
-    res.set('Retry-After', String(authLimiter.retryAfter(ip))).status(429).type('text/plain').send('Too Many Requests');
-    return true;
-  }
+  const givenCode = (req) => req.get('x-join-code')?.trim().toUpperCase();
+  const rightCode = (code) => sameSecret(code, store.joinCode);
 
-  function requireCode(req, res, next) {
-    if (guessingTooMuch(req, res)) return;
-    const code = req.get('x-join-code');
-    if (!code) return denied(req, res, 401);
-    if (!sameSecret(code.trim().toUpperCase(), store.joinCode)) return denied(req, res, 403);
+  // Bodies are JSON: anything else is a client mistake (415), never a guess.
+  function requireJson(req, res, next) {
+    if (!req.is('application/json')) return res.status(415).json({ error: 'send the body as application/json' });
     next();
   }
 
-  function requireInstructor(req, res, next) {
-    if (guessingTooMuch(req, res)) return;
+  const cookieName = () => `classroom_token_${port}`;
+  function tokenOf(req) {
     const header = req.get('authorization');
-    const token = header?.startsWith('Bearer ') ? header.slice(7) : typeof req.query.token === 'string' ? req.query.token : undefined;
-    if (!token) return denied(req, res, 401);
-    if (!sameSecret(token, store.instructorToken)) return denied(req, res, 403);
+    if (header?.startsWith('Bearer ')) return header.slice(7);
+    // The dashboard's cookie (set by POST /api/session), so that the token
+    // leaves the address bar and the page's links.
+    for (const part of (req.get('cookie') ?? '').split(';')) {
+      const [k, v] = part.trim().split('=');
+      if (k === cookieName() && v) return v;
+    }
+    // Scripts (curl, the benchmark) may still pass it in the query.
+    return typeof req.query.token === 'string' ? req.query.token : undefined;
+  }
+
+  function requireInstructor(req, res, next) {
+    const ip = addressOf(req);
+    const token = tokenOf(req);
+    if (!token) return bare(res, 401);
+    // The right token always gets in: 128 bits cannot be guessed, so only the
+    // wrong ones are limited, and never by learners' wrong codes.
+    if (!sameSecret(token, store.instructorToken)) {
+      if (!tokenGuesses.take(ip)) return tooMany(res, tokenGuesses, ip);
+      return bare(res, 403);
+    }
     res.set('Cache-Control', 'no-store');
     next();
   }
@@ -91,29 +139,49 @@ export async function createClassroom({ stateFile, title, fresh = false, joinUrl
   const badRequest = (res, error) => res.status(400).json({ error });
 
   // --- learners -------------------------------------------------------------
-  app.post('/api/join', requireCode, json, async (req, res) => {
+  app.post('/api/join', requireJson, (req, res, next) => {
+    const ip = addressOf(req);
+    const code = givenCode(req);
+    if (!code) return bare(res, 401);
+    if (!codeGuesses.allows(ip)) return tooMany(res, codeGuesses, ip);
+    if (!rightCode(code)) return wrongCode(req, res, code);
+    if (!joinLimiter.allows(ip)) return tooMany(res, joinLimiter, ip);
+    next();
+  }, json, async (req, res) => {
     const checked = validateJoin(req.body);
     if (checked.error) return badRequest(res, checked.error);
     const joined = store.join(checked.value.name);
-    if (joined.error === 'taken') return res.status(409).json({ error: `Someone in this class is already called "${checked.value.name}". Join with another name (add an initial, for example).` });
+    if (joined.error === 'taken') {
+      return res.status(409).json({ error: `Someone in this class is already called "${checked.value.name}". Join with another name (add an initial, for example); if that is you and you lost your join, ask the instructor to let you join again under this name.` });
+    }
     if (joined.error === 'full') return res.status(409).json({ error: `This class is full (${lim.maxLearners} learners).` });
+    joinLimiter.take(addressOf(req));
     await store.save();
-    res.status(201).json({ learner: joined.learner.id, key: joined.key, name: joined.learner.name, title: store.state.title });
+    res.status(201).json({ learner: joined.learner.id, key: joined.key, name: joined.learner.name, title: store.state.title, rejoined: joined.rejoined });
   });
 
-  app.post('/api/reports', requireCode, json, async (req, res) => {
+  app.post('/api/reports', requireJson, json, async (req, res) => {
     const body = req.body;
+    const ip = addressOf(req);
+    const code = givenCode(req);
+    if (!code) return bare(res, 401);
+    // A learner's key (128 bits) proves who they are: their reports go on
+    // even while new joins from their address wait after others' guesses.
     const learner = store.authenticate(body?.learner, body?.key);
-    if (!learner) return body?.learner && body?.key ? denied(req, res, 403) : denied(req, res, 401);
+    if (!learner || !rightCode(code)) {
+      if (!codeGuesses.allows(ip)) return tooMany(res, codeGuesses, ip);
+      if (!rightCode(code)) return wrongCode(req, res, code);
+      return bare(res, body?.learner && body?.key ? 403 : 401);
+    }
     const cost = Array.isArray(body.reports) ? Math.min(Math.max(body.reports.length, 1), lim.reportBurst) : 1;
     if (!reportLimiter.take(learner.id, cost)) {
       return res.set('Retry-After', String(reportLimiter.retryAfter(learner.id, cost))).status(429).json({ error: 'too many reports; they stay queued and go with a later verify' });
     }
-    const checked = validateReportBatch(body, { lessonIds, now: now() });
+    const checked = validateReportBatch(body, { lessons: stepSets });
     if (checked.error) return badRequest(res, checked.error);
-    const result = store.applyReports(learner, checked.value);
-    if (result.accepted > 0) await store.save();
-    res.json(result);
+    const { accepted, duplicates, saved } = store.applyReports(learner, checked.value);
+    if (saved) await saved;
+    res.json({ accepted, duplicates });
   });
 
   // --- instructor -----------------------------------------------------------
@@ -128,15 +196,31 @@ export async function createClassroom({ stateFile, title, fresh = false, joinUrl
     limits: { maxLearners: lim.maxLearners, maxStoredAttempts: lim.maxStoredAttempts },
   });
 
+  // The dashboard trades the token from its URL for a cookie: HttpOnly, sent
+  // only to /api on this port, never to another site.
+  app.post('/api/session', requireInstructor, (req, res) => {
+    res.set('Set-Cookie', `${cookieName()}=${store.instructorToken}; Path=/api; HttpOnly; SameSite=Strict; Max-Age=${7 * 24 * 3600}`);
+    res.status(204).end();
+  });
+
   app.get('/api/state', requireInstructor, (req, res) => res.json(view()));
 
   // For the load benchmark and the curious: how big the class is in memory.
   app.get('/api/stats', requireInstructor, (req, res) => {
-    res.json({ learners: store.learnerCount, storedAttempts: store.state.history.length, dashboards: dashboards.size, memory: process.memoryUsage() });
+    res.json({
+      learners: store.learnerCount,
+      storedAttempts: store.state.history.length,
+      dashboards: dashboards.size,
+      dashboardsDropped: dashboards.dropped,
+      dashboardsEvicted: dashboards.evicted,
+      dashboardBufferedBytes: dashboards.buffered,
+      memory: process.memoryUsage(),
+    });
   });
 
   app.get('/api/export.csv', requireInstructor, (req, res) => {
-    res.type('text/csv; charset=utf-8').attachment(`${fileStem()}.csv`).send(toCsv(store.rows(), lessons));
+    // With a byte-order mark: Excel on Windows reads the file as UTF-8 then (Zoë, 李小龙).
+    res.type('text/csv; charset=utf-8').attachment(`${fileStem()}.csv`).send(`\uFEFF${toCsv(store.rows(), lessons)}`);
   });
 
   app.get('/api/export.json', requireInstructor, (req, res) => {
@@ -148,12 +232,50 @@ export async function createClassroom({ stateFile, title, fresh = false, joinUrl
     return `classroom-${store.state.createdAt.slice(0, 10)}`;
   }
 
+  const EVENT_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' };
+  app.head('/api/events', requireInstructor, (req, res) => {
+    res.writeHead(200, EVENT_HEADERS).end();
+  });
+
   app.get('/api/events', requireInstructor, (req, res) => {
-    if (dashboards.size >= lim.maxDashboards) return res.status(503).json({ error: 'too many dashboards open' });
-    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
-    res.write(`retry: 1000\nevent: snapshot\ndata: ${JSON.stringify(view())}\n\n`);
-    dashboards.add(res);
-    req.on('close', () => dashboards.delete(res));
+    res.writeHead(200, EVENT_HEADERS);
+    const snapshot = `retry: 1000\nevent: snapshot\ndata: ${JSON.stringify(view())}\n\n`;
+    res.write(snapshot);
+    dashboards.add(res, Buffer.byteLength(snapshot));
+    res.on('close', () => dashboards.delete(res));
+  });
+
+  // The instructor's changes to a learner. Mutations need JSON (a cross-site
+  // form cannot send it without the browser asking first) besides the token.
+  const learnerParam = (req, res) => {
+    const learner = store.learner(req.params.id);
+    if (!learner) res.status(404).json({ error: 'no such learner' });
+    return learner;
+  };
+
+  app.delete('/api/learners/:id', requireInstructor, async (req, res) => {
+    if (!learnerParam(req, res)) return;
+    store.remove(req.params.id);
+    await store.save();
+    res.json({ removed: req.params.id });
+  });
+
+  app.patch('/api/learners/:id', requireInstructor, requireJson, json, async (req, res) => {
+    if (!learnerParam(req, res)) return;
+    const checked = validateName(req.body?.name);
+    if (checked.error) return badRequest(res, checked.error);
+    const r = store.rename(req.params.id, checked.value);
+    if (r.error === 'taken') return res.status(409).json({ error: `Someone in this class is already called "${checked.value}".` });
+    await store.save();
+    res.json({ renamed: req.params.id, name: checked.value });
+  });
+
+  app.post('/api/learners/:id/rejoin', requireInstructor, async (req, res) => {
+    const learner = learnerParam(req, res);
+    if (!learner) return;
+    store.allowRejoin(req.params.id);
+    await store.save();
+    res.json({ allowed: req.params.id, name: learner.name });
   });
 
   // --- live updates ---------------------------------------------------------
@@ -167,15 +289,14 @@ export async function createClassroom({ stateFile, title, fresh = false, joinUrl
   function broadcast() {
     broadcastTimer = null;
     if (pending.size === 0) return;
-    const rows = [...pending].map((id) => store.row(id)).filter(Boolean);
+    const ids = [...pending];
     pending.clear();
-    const msg = `event: update\ndata: ${JSON.stringify({ serverTime: new Date(now()).toISOString(), learners: rows })}\n\n`;
-    for (const res of dashboards) res.write(msg);
+    const rows = ids.map((id) => store.row(id)).filter(Boolean);
+    const removed = ids.filter((id) => !store.learner(id));
+    dashboards.broadcast(`event: update\ndata: ${JSON.stringify({ serverTime: new Date(now()).toISOString(), learners: rows, removed })}\n\n`);
   }
 
-  const heartbeat = setInterval(() => {
-    for (const res of dashboards) res.write(`: ${Date.now()}\n\n`);
-  }, HEARTBEAT_MS);
+  const heartbeat = setInterval(() => dashboards.broadcast(`: ${Date.now()}\n\n`), HEARTBEAT_MS);
   heartbeat.unref();
 
   // --- the page -------------------------------------------------------------
@@ -205,28 +326,47 @@ export async function createClassroom({ stateFile, title, fresh = false, joinUrl
     setJoinUrl(url) {
       joinUrl = url;
     },
-    /** Resolves with the bound { port, host }. */
-    listen(port = 0, host = '127.0.0.1') {
-      return new Promise((resolve, reject) => {
+    /**
+     * Binds the port, then (and only then) writes: the lock says where this
+     * classroom listens, the state is written whole. Resolves with { port, host }.
+     */
+    async listen(wanted = 0, host = '127.0.0.1') {
+      await new Promise((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port, host, () => {
+        server.listen(wanted, host, () => {
           server.off('error', reject);
-          const a = server.address();
-          resolve({ port: a.port, host: a.address });
+          resolve();
         });
       });
+      listening = true;
+      const a = server.address();
+      port = a.port;
+      try {
+        lock.update({ port: a.port, host: a.address });
+        await store.start();
+      } catch (err) {
+        err.stateFile = stateFile; // the state could not be written: not a network problem
+        throw err;
+      }
+      for (const w of store.warnings) warn(w);
+      return { port: a.port, host: a.address };
     },
-    /** Stops accepting, ends the dashboards' streams, and waits for the last write. */
+    /** Stops accepting, ends the dashboards' streams, waits for the last write, and lets go of the state file. */
     async close() {
       clearInterval(heartbeat);
       clearTimeout(broadcastTimer);
-      for (const res of dashboards) res.end();
-      dashboards.clear();
-      await new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections?.();
-      });
-      await store.close();
+      dashboards.endAll();
+      if (listening) {
+        await new Promise((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections?.();
+        });
+      }
+      try {
+        await store.close();
+      } finally {
+        lock.release();
+      }
     },
   };
 }

@@ -8,13 +8,16 @@ import { LIMITS, NAME_MAX, TITLE_MAX } from './limits.js';
 // or line-break characters. Names are shown escaped everywhere, so <, > and &
 // are allowed and shown as typed.
 const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]+(?: [\p{L}\p{M}\p{N}\p{P}\p{S}]+)*$/u;
-const STEP_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
+// The one format character a name may hold: the zero-width joiner between two
+// emoji (👩‍💻, 👨‍👩‍👧), optionally after a variation selector or skin tone.
+const EMOJI_ZWJ = /(?<=\p{Extended_Pictographic}[\u{FE0F}\u{1F3FB}-\u{1F3FF}]?)\u200D(?=\p{Extended_Pictographic})/gu;
+// More combining marks in a row than any script needs (Vietnamese, Thai and
+// Devanagari use at most two or three): "Zalgo" text that spills over the
+// lines above and below it on the dashboard.
+const MARK_PILE = /\p{M}{4,}/u;
 const REPORT_ID = /^[A-Za-z0-9_-]{8,64}$/;
 const MAX_DURATION_MS = 60 * 60 * 1000;
 const MAX_ATTEMPTS = 1_000_000;
-// Queued reports may arrive days later; a clock a bit ahead is tolerated.
-const MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
-const MAX_FUTURE_MS = 5 * 60 * 1000;
 
 function isPlainObject(v) {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -30,7 +33,8 @@ export function validateName(raw, { what = 'name', max = NAME_MAX } = {}) {
   const length = [...value].length;
   if (length === 0) return { error: `${what} is empty` };
   if (length > max) return { error: `${what} is longer than ${max} characters` };
-  if (!PRINTABLE.test(value)) return { error: `${what} may hold letters, digits, punctuation and single spaces only` };
+  if (!PRINTABLE.test(value.replace(EMOJI_ZWJ, ''))) return { error: `${what} may hold letters, digits, punctuation and single spaces only` };
+  if (MARK_PILE.test(value)) return { error: `${what} piles up more than three accents on one letter` };
   return { value };
 }
 
@@ -48,26 +52,28 @@ export function validateJoin(body) {
 
 /**
  * One verify outcome: { id, lesson, passed, failedStep, durationMs, attempt, at }.
- * failedStep is null exactly when passed.
+ * failedStep is null exactly when passed, else one of the lesson's step ids
+ * (`lessons`: lesson id -> Set of its step ids, from the manifest). `at` is
+ * the learner's clock: kept as sentAt, for information; the server stamps
+ * the report when it arrives.
  */
-export function validateReport(r, { lessonIds, now = Date.now() }) {
+export function validateReport(r, { lessons }) {
   if (!isPlainObject(r)) return { error: 'a report must be a JSON object' };
   const extra = unknownKeys(r, ['id', 'lesson', 'passed', 'failedStep', 'durationMs', 'attempt', 'at']);
   if (extra.length) return { error: `unexpected field ${extra[0]}` };
   if (typeof r.id !== 'string' || !REPORT_ID.test(r.id)) return { error: 'id must be 8-64 letters, digits, - or _' };
-  if (typeof r.lesson !== 'string' || !lessonIds.has(r.lesson)) return { error: 'lesson is not a lesson of this course' };
+  if (typeof r.lesson !== 'string' || !lessons.has(r.lesson)) return { error: 'lesson is not a lesson of this course' };
   if (typeof r.passed !== 'boolean') return { error: 'passed must be true or false' };
   if (r.passed) {
     if (r.failedStep !== null && r.failedStep !== undefined) return { error: 'a passed report has no failedStep' };
-  } else if (typeof r.failedStep !== 'string' || !STEP_ID.test(r.failedStep)) {
-    return { error: 'failedStep must be a step id (lowercase letters, digits and -)' };
+  } else if (typeof r.failedStep !== 'string' || !lessons.get(r.lesson).has(r.failedStep)) {
+    return { error: `failedStep is not a step of lesson ${r.lesson}` };
   }
   if (!Number.isInteger(r.durationMs) || r.durationMs < 0 || r.durationMs > MAX_DURATION_MS) return { error: 'durationMs must be a whole number of milliseconds up to one hour' };
   if (!Number.isInteger(r.attempt) || r.attempt < 1 || r.attempt > MAX_ATTEMPTS) return { error: 'attempt must be a whole number from 1' };
   if (typeof r.at !== 'string' || r.at.length > 40) return { error: 'at must be an ISO timestamp' };
   const at = Date.parse(r.at);
   if (!Number.isFinite(at) || !/^\d{4}-\d\d-\d\dT/.test(r.at)) return { error: 'at must be an ISO timestamp' };
-  if (at > now + MAX_FUTURE_MS || at < now - MAX_AGE_MS) return { error: 'at is too far from the classroom clock' };
   return {
     value: {
       id: r.id,
@@ -76,13 +82,13 @@ export function validateReport(r, { lessonIds, now = Date.now() }) {
       failedStep: r.passed ? null : r.failedStep,
       durationMs: r.durationMs,
       attempt: r.attempt,
-      at: new Date(Math.min(at, now)).toISOString(),
+      sentAt: new Date(at).toISOString(),
     },
   };
 }
 
 /** The body of POST /api/reports: { learner, key, reports: [...] }. */
-export function validateReportBatch(body, { lessonIds, now }) {
+export function validateReportBatch(body, { lessons }) {
   if (!isPlainObject(body)) return { error: 'expected a JSON object { learner, key, reports }' };
   const extra = unknownKeys(body, ['learner', 'key', 'reports']);
   if (extra.length) return { error: `unexpected field ${extra[0]}` };
@@ -90,7 +96,7 @@ export function validateReportBatch(body, { lessonIds, now }) {
   if (body.reports.length > LIMITS.maxReportsPerRequest) return { error: `at most ${LIMITS.maxReportsPerRequest} reports per request` };
   const reports = [];
   for (const [i, r] of body.reports.entries()) {
-    const checked = validateReport(r, { lessonIds, now });
+    const checked = validateReport(r, { lessons });
     if (checked.error) return { error: `report ${i + 1}: ${checked.error}` };
     reports.push(checked.value);
   }

@@ -1,20 +1,20 @@
-// What a learner sees after a lesson passes: the reference solution to
-// compare with, and how to go on. Nothing moves on by itself.
-import { loadLessons } from '../manifest.js';
+// What a learner sees after a lesson passes: what the reference solution
+// adds (its code lines, short; the solution command shows the whole file),
+// and how to go on. Nothing moves on by itself.
+import { lessonAfter } from '../course/lessons.js';
 import { lessonAvailable } from '../workspace.js';
 import { commandLine } from './invocation.js';
 import { colorEnabled, makeStyle } from './style.js';
-import { solutionView } from './solution-view.js';
+import { passView } from './solution-view.js';
 
 export function afterPass(lesson, { io, dirFlag }) {
   const style = makeStyle(colorEnabled(io.stdout, io.env));
   const cmd = (...args) => commandLine(io, args, { dir: dirFlag });
-  const lessons = loadLessons();
-  const next = lessons[lesson.number];
+  const next = lessonAfter(lesson);
   const out = [''];
   out.push(style.green(style.bold(`Lesson ${lesson.number} (${lesson.id}) is done.`)) + ' Compare your program with the reference before you go on.');
   out.push('');
-  out.push(solutionView(lesson, style, { showCommand: cmd('solution', lesson.number) }));
+  out.push(passView(lesson, style, { showCommand: cmd('solution', lesson.number) }));
   if (!next) {
     out.push(style.bold('That was the last lesson: you have finished the course.') + ` ${cmd('list')} shows what you did.`);
   } else if (!lessonAvailable(next)) {

@@ -1,10 +1,4 @@
-// Errors the CLI shows as one message with the fix, and their exit codes.
-export const EXIT = { ok: 0, failed: 1, usage: 2, internal: 3 };
-
-export class UsageError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = 'UsageError';
-    this.exitCode = EXIT.usage;
-  }
-}
+// Errors the CLI shows as one message with the fix, and the exit codes:
+// defined in the course layer (lib/course/exit.js), which decides a verify's
+// code; re-exported here for the commands.
+export { EXIT, UsageError, exitCodeForSignal } from '../course/exit.js';

@@ -1,6 +1,7 @@
 // Ctrl-C, SIGTERM and SIGHUP while a program of the learner runs: the first
 // asks the command to stop it cleanly; a second one kills everything at once.
 import { killAllNow } from '../harness/cleanup.js';
+import { exitCodeForSignal } from './errors.js';
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
@@ -10,7 +11,7 @@ export function onInterrupt(onSignal) {
   const handler = (signal) => {
     if (received) {
       killAllNow();
-      process.exit(128 + ({ SIGHUP: 1, SIGINT: 2, SIGTERM: 15 }[signal] ?? 0));
+      process.exit(exitCodeForSignal(signal));
     }
     received = true;
     onSignal(signal);

@@ -48,8 +48,10 @@ export async function main(argv, io = defaultIo()) {
     const [name, ...rest] = argv;
     if (!name) {
       // A terminal gets the menu; a pipe, a script or CI gets the list and the commands, never a prompt.
+      // The menu runs commands through main, handed to it here (menu.js does not import this file).
       const menu = await import('./menu.js');
-      return io.interactive() ? menu.runMenu(io) : menu.printOverview(io);
+      const cli = { runCommand: (args) => main(args.map(String), io), helpText: helpText() };
+      return io.interactive() ? menu.runMenu(io, cli) : menu.printOverview(io, cli);
     }
     if (name === '--help' || name === '-h' || name === 'help') {
       io.out(helpText());
@@ -62,7 +64,7 @@ export async function main(argv, io = defaultIo()) {
       return EXIT.ok;
     }
     const entry = COMMANDS[name];
-    if (!entry) throw new UsageError(`Unknown command "${name}". Run cluster-workshop --help to see the commands.`);
+    if (!entry) throw new UsageError(`Unknown command "${name}". Run ${(await import('../invocation.js')).cliName({ env: io.env })} --help to see the commands.`);
     const command = await import(entry[0]);
     let parsed;
     try {

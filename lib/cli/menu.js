@@ -1,29 +1,32 @@
 // `cluster-workshop` with no command. In a terminal: an inquirer menu of the
 // lessons with their status, then what to do with the chosen one; every
-// action runs the same command a learner could type. Ctrl-C or Esc leaves
-// with exit code 0. Without a terminal (a pipe, CI) it prints the lessons and
-// the commands and never waits for input.
+// action runs the same command a learner could type (so "Verify my program"
+// is the verify command: progress recorded, the classroom told). Ctrl-C or
+// Esc leaves with exit code 0. Without a terminal (a pipe, CI) it prints the
+// lessons and the commands and never waits for input.
+//
+// main.js hands it what it needs of the CLI: runCommand(args) runs a command
+// as if typed and resolves its exit code; helpText is the help screen.
 import { emitKeypressEvents } from 'node:readline';
 import { loadLessons } from '../manifest.js';
 import { Progress, workspaceDir } from '../progress.js';
 import { fileState, lessonAvailable, shownPath } from '../workspace.js';
+import { defaultLesson, lessonAfter } from '../course/lessons.js';
 import { colorEnabled, makeStyle } from './style.js';
 import { commandLine } from './invocation.js';
-import { helpText, main } from './main.js';
-import * as list from './commands/list.js';
 
-export function printOverview(io) {
+export async function printOverview(io, { runCommand, helpText }) {
   const cmd = (...args) => commandLine(io, args);
   io.out('cluster-workshop: the lessons (no terminal here, so no menu)\n\n');
-  list.run({}, [], io);
-  io.out(`\n${helpText().split('\n').slice(2).join('\n')}`);
+  await runCommand(['list']);
+  io.out(`\n${helpText.split('\n').slice(2).join('\n')}`);
   io.out(`Begin with: ${cmd('start')}, then ${cmd('verify')}. Run ${cmd()} in a terminal for the menu.\n`);
   return 0;
 }
 
 const QUIT = Symbol('quit');
 
-export async function runMenu(io) {
+export async function runMenu(io, { runCommand }) {
   const { default: inquirer } = await import('inquirer');
   const style = makeStyle(colorEnabled(io.stdout, io.env));
   const dir = workspaceDir(undefined, io.env, io.cwd);
@@ -50,7 +53,7 @@ export async function runMenu(io) {
 
   const run = async (...args) => {
     io.out('\n');
-    const code = await main(args.map(String), io);
+    const code = await runCommand(args);
     io.out('\n');
     return code;
   };
@@ -67,7 +70,7 @@ export async function runMenu(io) {
     const lessons = loadLessons();
     if (!lesson) {
       const done = lessons.filter((l) => progress.isDone(l.id)).length;
-      const fallback = lessons.find((l) => l.id === progress.current) ?? lessons.find((l) => !progress.isDone(l.id) && lessonAvailable(l));
+      const fallback = defaultLesson(progress, lessons);
       const choice = await ask({
         type: 'select',
         message: `Choose a lesson (${done} of ${lessons.length} done)`,
@@ -91,7 +94,7 @@ export async function runMenu(io) {
     }
 
     const file = fileState(dir, lesson);
-    const next = lessons[lesson.number];
+    const next = lessonAfter(lesson, lessons);
     const status = progress.isDone(lesson.id) ? 'done' : file === 'missing' ? 'not started' : 'started';
     const action = await ask({
       type: 'select',
@@ -140,6 +143,6 @@ function lessonLine(lesson, progress, columns = 80) {
 }
 
 function bye(io) {
-  io.out('Bye. Your work stays in your workspace; run cluster-workshop again to go on.\n');
+  io.out(`Bye. Your work stays in your workspace; run ${commandLine(io, [])} again to go on.\n`);
   return 0;
 }

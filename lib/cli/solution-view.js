@@ -82,9 +82,51 @@ export function solutionView(lesson, style, { showCommand } = {}) {
   }
   const added = addedLines(starter.split(/\r?\n/), solution.split(/\r?\n/)).filter(Boolean).length;
   lines.push(
-    style.bold(`The reference solution (${lesson.slug}/server.js)`) +
+    style.bold(`The reference solution (${lesson.id}/server.js)`) +
       style.dim(`, the ${added} line${added === 1 ? '' : 's'} it adds to the starter marked +${showCommand ? `; whole file: ${showCommand}` : ''}:`),
   );
   lines.push(markedSolution(starter, solution, style));
+  return `${lines.join('\n')}\n`;
+}
+
+// After a pass: a short look, not the whole file (the solution command shows that).
+const SHORT_DIFF_LINES = 24;
+
+/**
+ * The code lines the reference adds to the starter (comment-only and blank
+ * lines left out), numbered as in the solution, "..." where lines are
+ * skipped, at most `limit` of them; then how many more there are.
+ */
+export function shortDiff(starter, solution, style, { limit = SHORT_DIFF_LINES } = {}) {
+  const b = solution.replace(/\s+$/, '').split(/\r?\n/);
+  const added = addedLines(starter.replace(/\s+$/, '').split(/\r?\n/), b);
+  const code = b.map((line, j) => ({ line, j })).filter(({ line, j }) => added[j] && line.trim() && !/^\s*(\/\/|\/\*|\*)/.test(line));
+  const width = String(b.length).length;
+  const out = [];
+  let previous = -1;
+  for (const { line, j } of code.slice(0, limit)) {
+    if (previous >= 0 && j > previous + 1) out.push(style.dim(`${' '.repeat(width)}   ...`));
+    out.push(style.green(`${String(j + 1).padStart(width)} + ${line}`));
+    previous = j;
+  }
+  const more = code.length - Math.min(code.length, limit);
+  return { text: out.join('\n'), shown: Math.min(code.length, limit), more };
+}
+
+/** What a pass shows: what to compare, and the short diff of what the reference adds, with the command for all of it. */
+export function passView(lesson, style, { showCommand, starter = readFileSync(lesson.paths.exercise, 'utf8') } = {}) {
+  const solution = readFileSync(lesson.paths.solution, 'utf8');
+  const points = lesson.compare ? [].concat(lesson.compare) : todosOf(starter);
+  const lines = [];
+  if (points.length) {
+    lines.push(style.bold('What to compare:'));
+    for (const p of points) lines.push(`  - ${p}`);
+    lines.push('');
+  }
+  const diff = shortDiff(starter, solution, style);
+  lines.push(style.bold(`What the reference solution (${lesson.id}/server.js) adds to the starter`) + style.dim(', its code lines:'));
+  if (diff.text) lines.push(diff.text);
+  const rest = diff.more ? `${diff.more} more added line${diff.more === 1 ? '' : 's'}, its comments and ` : 'its comments and ';
+  lines.push(style.dim(`${rest}the whole file: ${showCommand}`));
   return `${lines.join('\n')}\n`;
 }

@@ -3,17 +3,23 @@
 // use these instead of sleeping or spawning anything themselves.
 import { availableParallelism } from 'node:os';
 import { LearnerProgram } from './program.js';
+import { HelperProcess } from './helper.js';
 import { request, curlFor, describeResult } from './http.js';
 import { freePort } from './ports.js';
 import { StepFailure } from './failure.js';
 import { waitUntilReady, PortTaken } from './readiness.js';
 import { startLoad } from './load.js';
+import { sleepFor, pollUntil } from './wait.js';
+
+// Kept for the verifiers that import it from here (verify/capstone.js, verify/shared/inflight.js).
+export { sleepFor };
 
 const PORT_ATTEMPTS = 3;
 
 export class StepContext {
-  constructor({ file, lessonEnv, reporter, store, readyTimeoutMs, verifier, options = {} }) {
+  constructor({ file, lessonEnv, reporter, store, readyTimeoutMs, verifier, options = {}, packages = [] }) {
     this.file = file;
+    this.packages = packages; // the lesson's packages the program may import
     this.lessonEnv = lessonEnv;
     this.reporter = reporter;
     this.store = store; // measurements kept between lessons (lesson 1's throughput)
@@ -25,6 +31,8 @@ export class StepContext {
     this.options = options; // from the command line, e.g. { seed } for the capstone
     this.attachments = {};
     this.teardowns = []; // synchronous undo for what outlives a step (a sampler spanning steps)
+    this.others = new Set(); // more runs of the learner's program (startAnother)
+    this.helpers = new Set(); // programs that are not the learner's (startHelper)
   }
 
   /** Runs fn when the run ends, whatever the verdict. */
@@ -44,7 +52,8 @@ export class StepContext {
   get expectedWorkers() {
     const env = this.program?.lessonEnv ?? this.lessonEnv;
     if (env.WORKERS === undefined || env.WORKERS === null) {
-      return this.verifier.clustered === false ? 0 : availableParallelism();
+      // Under a CPU set (the containers lesson's taskset), the CPUs the program may use.
+      return this.verifier.clustered === false ? 0 : (this.program?.prefix?.cpus?.length ?? availableParallelism());
     }
     return Number(env.WORKERS);
   }
@@ -71,11 +80,17 @@ export class StepContext {
   /**
    * Starts the learner's program (stopping one that runs) and waits until it
    * answers over HTTP. env is merged over the lesson's variables; a null
-   * value removes a variable (to start it without WORKERS).
+   * value removes a variable (to start it without WORKERS). port: the port
+   * of the first try (default: a free one); a port race retries on free ones.
+   * prefix: { argv, forks } runs node under a command (see LearnerProgram; the
+   * containers lesson: unshare for a PID namespace, taskset for a CPU set).
+   * The program listens on verifier.host when the verifier names one (given
+   * to it as HOST, and probed there), else it is reached at 127.0.0.1.
    */
-  async start(env = {}) {
+  async start(env = {}, { port, prefix } = {}) {
     const lessonEnv = { ...this.lessonEnv, ...env };
-    let early = this.takePrestarted(lessonEnv);
+    // A prefixed start (the containers lesson's unshare/taskset) never takes a prestarted program.
+    let early = prefix ? null : this.takePrestarted(lessonEnv);
     if (this.program) await this.stopProgram();
     if (early === null) await this.stopPrestarted(); // one with other variables
     // Another program may take the chosen port before the learner's listen
@@ -87,12 +102,17 @@ export class StepContext {
         early = undefined;
         this.log(`$ ${this.program.commandLine()}   (started during the previous step)`);
       } else {
-        const port = await freePort();
+        // The port the caller chose (run --port) for the first try only.
+        const chosen = attempt === 1 && port ? port : await freePort();
         this.program = new LearnerProgram({
           file: this.file,
-          port,
+          port: chosen,
           env: lessonEnv,
           onLine: (stream, line) => this.reporter.programLine(stream, line),
+          packages: this.packages,
+          prefix,
+          host: this.verifier?.host,
+          launcher: this.verifier.launcher,
         });
         this.log(`$ ${this.program.commandLine()}`);
         this.program.start();
@@ -121,6 +141,65 @@ export class StepContext {
     this.program = null;
     if (program) await program.stop(options);
     await this.stopPrestarted(options);
+    await this.stopOthers(options);
+  }
+
+  /**
+   * Starts another run of the learner's program beside the running one (a
+   * second "machine": another HOST, the same PORT), in its own process group,
+   * and waits until it is ready as start() does. No port race retry: the
+   * port is the caller's. The teardown stops it with the program; stop it
+   * earlier with stopAnother(). Its output goes to the same log, each line
+   * led by `label` when given.
+   */
+  async startAnother(env = {}, { port, host, label } = {}) {
+    const program = new LearnerProgram({
+      file: this.file,
+      port: port ?? (await freePort()),
+      env: { ...this.lessonEnv, ...env },
+      onLine: (stream, line) => this.reporter.programLine(stream, label ? `${label} ${line}` : line),
+      packages: this.packages,
+      host,
+    });
+    this.others.add(program);
+    this.log(`$ ${program.commandLine()}`);
+    program.start();
+    // Readiness judges ctx.program: this one stands in for it, with every
+    // other member of the context unchanged.
+    const view = Object.create(this, { program: { value: program } });
+    await waitUntilReady(view, { timeoutMs: this.readyTimeoutMs });
+    return program;
+  }
+
+  /** Stops a program startAnother() started; resolves once none of its processes is left. */
+  async stopAnother(program, options) {
+    this.others.delete(program);
+    await program.stop(options);
+  }
+
+  /**
+   * Starts a program that is not the learner's (a load balancer, a database)
+   * in a process group of its own (see HelperProcess); the teardown stops it
+   * with the learner's program, whatever the verdict.
+   */
+  startHelper(options) {
+    const helper = new HelperProcess(options);
+    this.helpers.add(helper);
+    helper.start();
+    return helper;
+  }
+
+  /** Stops a helper now; resolves once none of its processes is left. */
+  async stopHelper(helper, options) {
+    this.helpers.delete(helper);
+    await helper.stop(options);
+  }
+
+  async stopOthers(options) {
+    const others = [...this.others, ...this.helpers];
+    this.others.clear();
+    this.helpers.clear();
+    await Promise.all(others.map((p) => p.stop(options)));
   }
 
   /**
@@ -137,6 +216,8 @@ export class StepContext {
       port: await freePort(),
       env: lessonEnv,
       onLine: (stream, line) => this.reporter.programLine(stream, line),
+      packages: this.packages,
+      launcher: this.verifier.launcher,
     });
     this.log(`$ ${program.commandLine()}   (started now for the next round)`);
     this.prestarted = program.start();
@@ -160,7 +241,7 @@ export class StepContext {
 
   /** A raw request to the program: never throws (see http.js). */
   request(path, options = {}) {
-    return request(this.port, path, { signal: this.signal, ...options });
+    return request(this.port, path, { signal: this.signal, host: this.program?.host ?? undefined, ...options });
   }
 
   /**
@@ -212,7 +293,7 @@ export class StepContext {
   }
 
   curl(path, options) {
-    return curlFor({ method: 'GET', url: `http://127.0.0.1:${this.port}${path}`, ...options });
+    return curlFor({ method: 'GET', url: `http://${this.program?.host ?? '127.0.0.1'}:${this.port}${path}`, ...options });
   }
 
   workers() {
@@ -221,7 +302,7 @@ export class StepContext {
 
   /** Continuous fresh-connection load that ends with the step at the latest (see load.js). */
   startLoad(options = {}) {
-    return startLoad(this.port, { signal: this.signal, ...options });
+    return startLoad(this.port, { signal: this.signal, host: this.program?.host ?? undefined, ...options });
   }
 
   /**
@@ -246,17 +327,8 @@ export class StepContext {
    * Polls fn every intervalMs until it returns a truthy value or timeoutMs
    * passes. Returns { ok, value, ms } with the last value seen.
    */
-  async poll(fn, { timeoutMs, intervalMs = 20 }) {
-    const started = performance.now();
-    let value;
-    for (;;) {
-      this.signal.throwIfAborted();
-      value = await fn();
-      const ms = Math.round(performance.now() - started);
-      if (value) return { ok: true, value, ms };
-      if (ms >= timeoutMs) return { ok: false, value, ms };
-      await sleepFor(intervalMs, this.signal);
-    }
+  poll(fn, { timeoutMs, intervalMs = 20 }) {
+    return pollUntil(fn, { timeoutMs, intervalMs, signal: this.signal });
   }
 
   /** Waits until exactly n workers are alive; returns { ok, value: pids, ms }. */
@@ -317,16 +389,8 @@ function pathOf(url) {
   return url.replace(/^http:\/\/[^/]+/, '');
 }
 
-export function sleepFor(ms, signal) {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+/** Figures kept between lessons, in memory only (tests, run, bench). */
+export function memoryStore() {
+  const values = new Map();
+  return { get: (k) => values.get(k), set: (k, v) => values.set(k, v) };
 }

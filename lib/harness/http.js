@@ -133,7 +133,8 @@ export function curlFor(result) {
   if (result.body !== undefined) {
     parts.push(`-H 'content-type: application/json' -d '${result.body.replace(/'/g, "'\\''")}'`);
   }
-  parts.push(result.url);
+  // Quoted when the shell would read a character of it (zsh globs on "?").
+  parts.push(/^[\w:/.@%+=,-]+$/.test(result.url) ? result.url : `'${result.url.replace(/'/g, "'\\''")}'`);
   return parts.join(' ');
 }
 

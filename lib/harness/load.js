@@ -6,21 +6,25 @@ import { request } from './http.js';
 
 /**
  * @param {number} port
- * @param {{ path?: string, concurrency?: number, timeoutMs?: number, localAddress?: string, signal?: AbortSignal }} [o]
- *   the load also stops when signal aborts (the end of the step that started it)
+ * @param {{ path?: string, concurrency?: number, timeoutMs?: number, localAddress?: string, localAddresses?: string[],
+ *   host?: string, signal?: AbortSignal }} [o]
+ *   the load also stops when signal aborts (the end of the step that started it); localAddresses: each
+ *   request from the next of them in turn (several clients), instead of one localAddress
  * @returns {{ results: object[], stop(): Promise<object[]> }}
  */
-export function startLoad(port, { path = '/', concurrency = 2, timeoutMs = 5000, localAddress, signal } = {}) {
+export function startLoad(port, { path = '/', concurrency = 2, timeoutMs = 5000, localAddress, localAddresses, host, signal } = {}) {
   const results = [];
   let running = true;
   signal?.addEventListener('abort', () => (running = false), { once: true });
   const inFlight = new Set(); // { start, controller }
+  let sent = 0;
   const loop = async () => {
     while (running) {
       const start = performance.now();
       const pending = { start, controller: new AbortController() };
       inFlight.add(pending);
-      const r = await request(port, path, { timeoutMs, localAddress, signal: pending.controller.signal });
+      const from = localAddresses ? localAddresses[sent++ % localAddresses.length] : localAddress;
+      const r = await request(port, path, { timeoutMs, localAddress: from, host, signal: pending.controller.signal });
       inFlight.delete(pending);
       const abandoned = pending.controller.signal.aborted;
       results.push({ ...r, start, end: performance.now(), ...(abandoned && { abandoned: true }) });

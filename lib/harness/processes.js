@@ -141,18 +141,54 @@ export function workerPidsOf(primaryPid, procs = listProcesses()) {
     .sort((a, b) => a - b);
 }
 
-/** Live processes whose environment carries RUN_MARKER, optionally with a given value. */
+/**
+ * Live processes whose environment carries RUN_MARKER, optionally with a
+ * given value; or whose command line does (`RUN_MARKER=<value>` in an
+ * argument: a helper such as nginx overwrites its environment, see helper.js).
+ */
 export function markedProcesses(value) {
   if (!HAS_PROC) return [];
   const out = [];
   for (const p of listProcesses()) {
     if (p.pid === process.pid) continue;
     const env = readEnvironment(p.pid);
-    const mark = env?.[RUN_MARKER];
+    const mark = env?.[RUN_MARKER] ?? markInCommandLine(p.pid);
     if (mark === undefined) continue;
     if (value === undefined || mark === value) out.push({ ...p, mark });
   }
   return out;
+}
+
+const MARK_IN_ARGS = new RegExp(`${RUN_MARKER}=([\\w:-]+)`);
+
+function markInCommandLine(pid) {
+  try {
+    return MARK_IN_ARGS.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The OS threads of a process (Linux: /proc/<pid>/task), each with the name
+ * the thread gave itself (comm); null where there is no /proc (macOS) or the
+ * process is gone.
+ */
+export function threadsOf(pid) {
+  if (!HAS_PROC) return null;
+  try {
+    return readdirSync(`/proc/${pid}/task`).map((tid) => {
+      let name = '';
+      try {
+        name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      } catch {
+        // the thread ended between the listing and the read
+      }
+      return { tid: Number(tid), name };
+    });
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -168,6 +204,21 @@ export function cpuSeconds(pid) {
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return 0;
+  }
+}
+
+/**
+ * The pid a process has inside its innermost PID namespace (what its own
+ * process.pid says: 1 for the init of a container), from /proc/<pid>/status;
+ * the pid itself outside a namespace, undefined when it cannot be read.
+ */
+export function namespacePidOf(pid) {
+  if (!HAS_PROC) return pid;
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^NSpid:\s*(.+)$/m)?.[1];
+    return line ? Number(line.trim().split(/\s+/).at(-1)) : pid;
+  } catch {
+    return undefined;
   }
 }
 

@@ -3,9 +3,11 @@
 // starts can be found again, with its output kept as a tail for failure
 // messages. stop() leaves nothing behind.
 import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { basename, dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fallbackFor } from './module-fallback.js';
 import {
   RUN_MARKER,
@@ -13,10 +15,12 @@ import {
   isAlive,
   listProcesses,
   markedProcesses,
+  namespacePidOf,
   trySignal,
   workerPidsOf,
 } from './processes.js';
 import { track, untrack } from './cleanup.js';
+import { pollUntil } from './wait.js';
 
 const TAIL_LINES = 200;
 let orphansReaped = false;
@@ -25,7 +29,7 @@ const MAX_LINE = 2000;
 // NODE_CHANNEL_FD (set when the verifier runs under an IPC parent such as a
 // test runner's worker) would make the learner's program open a channel
 // that is not there; NODE_UNIQUE_ID would make its primary think it is a worker.
-const STRIPPED_ENV = ['NODE_CHANNEL_FD', 'NODE_CHANNEL_SERIALIZATION_MODE', 'NODE_UNIQUE_ID', 'WORKERS'];
+const STRIPPED_ENV = ['NODE_CHANNEL_FD', 'NODE_CHANNEL_SERIALIZATION_MODE', 'NODE_UNIQUE_ID', 'WORKERS', 'THREADS'];
 
 export class LearnerProgram {
   /**
@@ -34,9 +38,31 @@ export class LearnerProgram {
    * @param {number} o.port the PORT it must listen on
    * @param {object} o.env the lesson's variables (WORKERS, ...); a value of null removes one
    * @param {(stream: 'stdout'|'stderr', line: string) => void} [o.onLine]
+   * @param {string[]} [o.packages] the packages the lesson lets it import (made resolvable, see module-fallback.js)
+   * @param {{ argv: string[], forks?: boolean, cpus?: number[] }} [o.prefix] a command that runs node (`taskset -c 0`,
+   *   `unshare ... --fork`): the containers lesson's CPU set and PID namespace. forks: node runs as the
+   *   prefix's child (unshare --fork), not in its place (exec). The prefix's process leads the group
+   *   (signalGroup, processes(), stop() reach everything in it, as without a prefix); `pid` is the primary's.
+   *   cpus: the CPUs it confines node to, if any
+   * @param {string} [o.host] the address it must listen on, given to it as HOST (and where it is probed);
+   *   without it the program is reached at 127.0.0.1 and gets no HOST
+   * @param {(o: { file: string }) => Launched} [o.launcher] what node runs instead of the file (the
+   *   process-manager lesson: PM2's pm2-runtime, which loads the file in each of its instances). Called once,
+   *   here; see Launched below. The launcher's process leads the group and is `pid` (the primary: PM2 is
+   *   the cluster primary of the instances)
+   *
+   * @typedef {object} Launched
+   * @property {string[]} argv node's arguments instead of the file (`[pm2-runtime, 'start', 'ecosystem.config.cjs']`)
+   * @property {string} shown the command as the learner would type it (`npx pm2-runtime start ecosystem.config.cjs`)
+   * @property {object} [env] variables it adds (shown in the command line: PM2_HOME ...)
+   * @property {string} [dir] a temporary folder of its own, removed once every process of the run has ended
    */
-  constructor({ file, port, env = {}, onLine = () => {} }) {
+  constructor({ file, port, env = {}, onLine = () => {}, packages = [], prefix = null, host = null, launcher = null }) {
     this.file = file;
+    this.host = host;
+    this.launched = launcher ? launcher({ file }) : null;
+    this.prefix = prefix;
+    this.packages = packages;
     this.port = port;
     this.lessonEnv = env;
     this.onLine = onLine;
@@ -46,7 +72,17 @@ export class LearnerProgram {
     this.child = null;
   }
 
+  /** The primary's pid: node's (with a prefix, the prefix's child: unshare --fork runs it as its only child). */
   get pid() {
+    if (!this.prefix?.forks || !this.child?.pid) return this.child?.pid;
+    this.primary ??= primaryUnder(this.child.pid);
+    // Until the prefix has started node, the leader stands in (signals to it
+    // are then the prefix's, which --kill-child passes on as SIGKILL).
+    return this.primary ?? this.child.pid;
+  }
+
+  /** The process that leads the program's group: the prefix's when there is one, else the primary. */
+  get leaderPid() {
     return this.child?.pid;
   }
 
@@ -56,15 +92,17 @@ export class LearnerProgram {
 
   /** The environment the program sees, as the learner would set it in a shell. */
   shownEnv() {
-    const shown = { PORT: String(this.port) };
-    for (const [k, v] of Object.entries(this.lessonEnv)) if (v !== null && v !== undefined) shown[k] = String(v);
+    const shown = this.host ? { HOST: this.host, PORT: String(this.port) } : { PORT: String(this.port) };
+    for (const [k, v] of Object.entries({ ...this.lessonEnv, ...this.launched?.env })) if (v !== null && v !== undefined) shown[k] = String(v);
     return shown;
   }
 
   /** The shell command that starts the program the same way, for failure messages. */
   commandLine() {
     const vars = Object.entries(this.shownEnv()).map(([k, v]) => `${k}=${v}`);
-    return `${vars.join(' ')} node ${quote(basename(this.file))}`;
+    const prefix = (this.prefix?.argv ?? []).map(quote).join(' ');
+    const command = this.launched ? this.launched.shown : `node ${quote(basename(this.file))}`;
+    return `${vars.join(' ')} ${prefix ? `${prefix} ` : ''}${command}`;
   }
 
   start() {
@@ -75,13 +113,20 @@ export class LearnerProgram {
       reapOrphans();
     }
     const folder = dirname(this.file);
-    const fallback = fallbackFor(folder);
+    const fallback = fallbackFor(this.file, this.packages);
+    // The fallback's resolve hook runs on a loader thread of its own, in the
+    // main thread and in every worker thread the program starts (they inherit
+    // its execArgv): OS threads the program did not make.
+    this.loaderThreadsPerThread = fallback.execArgv.length > 0 ? 1 : 0;
     const env = { ...process.env };
     for (const name of STRIPPED_ENV) delete env[name];
     Object.assign(env, fallback.env, { [RUN_MARKER]: this.mark });
     for (const [k, v] of Object.entries(this.shownEnv())) env[k] = v;
 
-    this.child = spawn(process.execPath, [...fallback.execArgv, this.file], {
+    const argv = [process.execPath, ...fallback.execArgv, ...(this.launched?.argv ?? [this.file])];
+    const [command, ...args] = [...(this.prefix?.argv ?? []), ...argv];
+    this.spawnEnv = env; // for runTool: a tool talks to the program with the same variables
+    this.child = spawn(command, args, {
       cwd: folder,
       env,
       detached: true, // its own process group (and session): signals to the verifier do not reach it
@@ -141,11 +186,11 @@ export class LearnerProgram {
   async outputSettled({ quietMs = 150, maxMs = 1000 } = {}) {
     const deadline = performance.now() + maxMs;
     // One turn of the event loop at least: what is already in the pipe gets read.
-    await new Promise((r) => setTimeout(r, 25));
+    await delay(25);
     while (performance.now() < deadline) {
       const since = performance.now() - (this.lastLineAt ?? 0);
       if (since >= quietMs) return;
-      await new Promise((r) => setTimeout(r, Math.min(quietMs - since, deadline - performance.now()) + 1));
+      await delay(Math.min(quietMs - since, deadline - performance.now()) + 1);
     }
   }
 
@@ -178,12 +223,24 @@ export class LearnerProgram {
   processes({ includeMarked = true } = {}) {
     const procs = listProcesses();
     const found = new Map();
-    if (this.pid) {
-      for (const p of procs) if (p.pgid === this.pid || p.pid === this.pid) found.set(p.pid, p);
-      for (const p of descendantsOf(this.pid, procs)) found.set(p.pid, p);
+    const leader = this.leaderPid;
+    if (leader) {
+      for (const p of procs) if (p.pgid === leader || p.pid === leader) found.set(p.pid, p);
+      for (const p of descendantsOf(leader, procs)) found.set(p.pid, p);
     }
     if (includeMarked) for (const p of markedProcesses(this.mark)) found.set(p.pid, p);
     return [...found.values()];
+  }
+
+  /**
+   * This machine's pid of the program's process whose own process.pid (the
+   * "pid" of its answers) is `pid`. The same number, except in a PID
+   * namespace (a prefix that forks: unshare), where the primary is 1 and its
+   * workers count from 2; undefined when no live process of the program has it.
+   */
+  hostPidOf(pid) {
+    if (!this.prefix?.forks || pid === undefined) return pid;
+    return this.processes({ includeMarked: false }).find((p) => p.pid !== this.leaderPid && namespacePidOf(p.pid) === pid)?.pid;
   }
 
   signalPrimary(signal) {
@@ -192,18 +249,19 @@ export class LearnerProgram {
 
   /** What Ctrl-C in a terminal does: the signal reaches every process of the group. */
   signalGroup(signal) {
-    return this.pid ? trySignal(-this.pid, signal) : false;
+    return this.leaderPid ? trySignal(-this.leaderPid, signal) : false;
   }
 
-  waitForExit(timeoutMs) {
-    if (this.exited || !this.child) return Promise.resolve(this.exit);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(null), timeoutMs);
-      this.exitPromise.then((e) => {
-        clearTimeout(timer);
-        resolve(e);
-      });
-    });
+  /** The exit ({ code, signal }), or null when it has not exited within timeoutMs. */
+  async waitForExit(timeoutMs) {
+    if (this.exited || !this.child) return this.exit;
+    const cancel = new AbortController();
+    const timedOut = delay(timeoutMs, null, { signal: cancel.signal }).catch(() => null);
+    try {
+      return await Promise.race([this.exitPromise, timedOut]);
+    } finally {
+      cancel.abort();
+    }
   }
 
   /**
@@ -228,6 +286,7 @@ export class LearnerProgram {
     await this.waitForExit(2000);
     this.child.stdout?.destroy();
     this.child.stderr?.destroy();
+    this.removeLauncherDir();
     untrack(this);
   }
 
@@ -236,6 +295,56 @@ export class LearnerProgram {
     if (!this.child) return;
     this.signalGroup('SIGKILL');
     for (const p of this.processes()) trySignal(p.pid, 'SIGKILL');
+    this.removeLauncherDir();
+  }
+
+  removeLauncherDir() {
+    if (this.launched?.dir) rmSync(this.launched.dir, { recursive: true, force: true });
+  }
+
+  /**
+   * Runs `node <argv>` beside the program, in its folder and with its
+   * variables (the run marker included, so stop() ends it like the program's
+   * own processes), in a process group of its own: the process-manager
+   * lesson's `pm2 reload all`. Never throws; resolves { code, signal, stdout,
+   * stderr, ms, timedOut } once it has exited, or was killed (its whole group)
+   * at timeoutMs or when `signal` aborts.
+   */
+  runTool(argv, { timeoutMs = 30000, signal } = {}) {
+    const started = performance.now();
+    return new Promise((resolve) => {
+      const out = { stdout: '', stderr: '' };
+      let child;
+      try {
+        child = spawn(process.execPath, argv, { cwd: dirname(this.file), env: this.spawnEnv ?? process.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      } catch (err) {
+        resolve({ code: null, signal: null, ...out, stderr: err.message, ms: 0, timedOut: false });
+        return;
+      }
+      let timedOut = false;
+      const kill = () => child.pid && trySignal(-child.pid, 'SIGKILL');
+      const timer = setTimeout(() => {
+        timedOut = true;
+        kill();
+      }, timeoutMs);
+      signal?.addEventListener('abort', kill, { once: true });
+      for (const name of ['stdout', 'stderr']) {
+        child[name].setEncoding('utf8');
+        child[name].on('data', (d) => (out[name] += d));
+      }
+      let finished = false;
+      const done = (code, sig, error) => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', kill);
+        resolve({ code, signal: sig, stdout: out.stdout, stderr: out.stderr + (error ? error.message : ''), ms: Math.round(performance.now() - started), timedOut });
+      };
+      child.on('error', (err) => done(null, null, err));
+      child.on('close', (code, sig) => done(code, sig));
+      // A process it started in the background may hold its output open: the exit is enough, after a moment for the output.
+      child.on('exit', (code, sig) => setTimeout(() => done(code, sig), 300).unref());
+    });
   }
 }
 
@@ -245,6 +354,9 @@ export function reapOrphans() {
   for (const p of markedProcesses()) {
     const owner = Number(p.mark.split(':')[0]);
     if (Number.isInteger(owner) && owner !== process.pid && !isAlive(owner)) {
+      // A marked leader of its own group takes the group with it: a helper's
+      // processes that do not carry the mark themselves (nginx's workers).
+      if (p.pgid === p.pid) trySignal(-p.pid, 'SIGKILL');
       if (trySignal(p.pid, 'SIGKILL')) reaped.push(p.pid);
     }
   }
@@ -252,12 +364,19 @@ export function reapOrphans() {
 }
 
 async function waitUntil(predicate, timeoutMs, intervalMs = 25) {
-  const deadline = performance.now() + timeoutMs;
-  while (!predicate()) {
-    if (performance.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  return true;
+  return (await pollUntil(predicate, { timeoutMs, intervalMs })).ok;
+}
+
+/** "exited with code 1", "was killed by SIGKILL", "could not start (...)": an exit in words. */
+export function describeExit(exit) {
+  if (!exit) return 'stopped';
+  if (exit.error) return `could not start (${exit.error.message})`;
+  return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+}
+
+/** The one child of a prefix process (the node it started), or undefined before it exists. */
+function primaryUnder(leader) {
+  return listProcesses().find((p) => p.ppid === leader)?.pid;
 }
 
 function quote(s) {

@@ -2,19 +2,14 @@
 // under its own timeout, stopping at the first failure. It owns teardown
 // (always), the fork watchdog, interruption, and the report. Verifiers only
 // describe steps; they never exit the process or clean up.
-import { StepContext } from './context.js';
+import { StepContext, memoryStore } from './context.js';
 import { StepFailure, formatFailure } from './failure.js';
 import { reapOrphans } from './program.js';
+import { watchForks } from './watchdog.js';
 
 const DEFAULT_STEP_TIMEOUT_MS = 10000;
-const WATCHDOG_MS = 200;
-// How many processes a program may have before it counts as forking without
-// limit: the primary, three sets of workers (a rolling restart has old and
-// new workers side by side, and a program that runs two restarts at once
-// briefly has three sets, a bounded mistake with its own message), and a few
-// helpers. Forking without limit outgrows any such bound within moments.
-const WORKER_SETS = 3;
-const EXTRA_PROCESSES = 4;
+
+const SILENT = { begin() {}, note() {}, stepStart() {}, stepLog() {}, programLine() {}, stepEnd() {}, end() {} };
 
 export class Interrupted extends Error {
   constructor(signal) {
@@ -40,20 +35,20 @@ export const bootStep = {
 
 /**
  * @param {object} o
- * @param {{ id: string }} o.lesson
+ * @param {{ id: string, packages?: string[] }} o.lesson its manifest entry: packages are those its programs may import
  * @param {string} o.file absolute path
  * @param {{ env?: object, steps: object[], clustered?: boolean, bootEnv?: object }} o.verifier
- * @param {object} o.reporter see reporter.js
+ * @param {object} [o.reporter] how the run is shown (lib/cli/reporter.js has the CLI's): begin, note, stepStart, stepLog, programLine, stepEnd, end; silent by default
  * @param {{ get(k): any, set(k, v): void }} [o.store]
  * @param {AbortSignal} [o.signal] aborting it interrupts the run (with the signal name as reason)
  * @param {number} [o.readyTimeoutMs]
  * @param {object} [o.options] run options from the command line that a verifier may read as ctx.options (capstone: { seed })
  * @returns {Promise<{ lesson, file, passed, durationMs, steps, interrupted? }>}
  */
-export async function runVerifier({ lesson, file, verifier, reporter, store = memoryStore(), signal, readyTimeoutMs = 15000, options = {} }) {
+export async function runVerifier({ lesson, file, verifier, reporter = SILENT, store = memoryStore(), signal, readyTimeoutMs = 15000, options = {} }) {
   const started = performance.now();
   const reaped = reapOrphans();
-  const ctx = new StepContext({ file, lessonEnv: verifier.env ?? {}, reporter, store, readyTimeoutMs, verifier, options });
+  const ctx = new StepContext({ file, lessonEnv: verifier.env ?? {}, reporter, store, readyTimeoutMs, verifier, options, packages: lesson.packages ?? [] });
   // verifier.before: steps that must hold before the program can start (a
   // Redis that answers, client addresses that can be bound).
   const steps = [...(verifier.before ?? []), { ...bootStep, timeoutMs: readyTimeoutMs + 8000 }, ...verifier.steps];
@@ -62,21 +57,12 @@ export async function runVerifier({ lesson, file, verifier, reporter, store = me
   reporter.begin({ lesson, file, steps });
   if (reaped.length) reporter.note(`ended ${reaped.length} process(es) left by an earlier verify that was killed`);
 
-  let watchdog;
+  let stopWatchdog;
   let current; // the AbortController of the running step
   const onExternalAbort = () => current?.abort(new Interrupted(signal.reason ?? 'SIGINT'));
   signal?.addEventListener('abort', onExternalAbort, { once: true });
   try {
-    watchdog = setInterval(() => {
-      const program = ctx.program;
-      if (!program || program.exited) return;
-      const limit = 1 + WORKER_SETS * ctx.expectedWorkers + EXTRA_PROCESSES;
-      const count = program.processes({ includeMarked: false }).length;
-      if (count > limit) {
-        program.killNow();
-        current?.abort(forkedWithoutLimit(count, ctx));
-      }
-    }, WATCHDOG_MS);
+    stopWatchdog = watchForks(ctx, (failure) => current?.abort(failure));
 
     for (const [index, step] of steps.entries()) {
       if (signal?.aborted) break;
@@ -93,7 +79,7 @@ export async function runVerifier({ lesson, file, verifier, reporter, store = me
           await ctx.program.outputSettled();
           failure.outputLines = ctx.program.telltaleLines();
         }
-        entry.detail = failure instanceof Interrupted ? failure.message : formatFailure(failure, { commandLine: ctx.program?.commandLine() });
+        entry.detail = failure instanceof Interrupted ? failure.message : formatFailure(failure, { commandLine: ctx.program?.commandLine(), primaryPid: ctx.program?.pid });
       }
       report.steps.push(entry);
       reporter.stepEnd(entry, outcome.failure);
@@ -104,7 +90,7 @@ export async function runVerifier({ lesson, file, verifier, reporter, store = me
     }
     report.passed = report.steps.length === steps.length && report.steps.every((s) => s.passed);
   } finally {
-    clearInterval(watchdog);
+    stopWatchdog?.();
     signal?.removeEventListener('abort', onExternalAbort);
     for (const fn of ctx.teardowns.splice(0)) fn();
     await ctx.stopProgram();
@@ -158,18 +144,4 @@ async function runStep(step, ctx, controller) {
   }
 }
 
-function forkedWithoutLimit(count, ctx) {
-  return new StepFailure(`Your program started ${count} processes and kept going, so the verifier stopped it.`, {
-    expected: `the primary and ${ctx.expectedWorkers} workers`,
-    actual: `${count} processes`,
-    explanation:
-      'Forking without limit usually means the code that forks also runs in the workers (no cluster.isPrimary check), or an exit handler forks several replacements per death.',
-    hint: 'fork only in the primary: if (cluster.isPrimary) { ...fork WORKERS times... } else { ...listen... }',
-    outputLines: ctx.program?.lastLines(8),
-  });
-}
-
-export function memoryStore() {
-  const values = new Map();
-  return { get: (k) => values.get(k), set: (k, v) => values.set(k, v) };
-}
+export { memoryStore };

@@ -16,7 +16,7 @@ function tcpRows() {
       const f = row.trim().split(/\s+/);
       if (f.length < 10) continue;
       const [hex, port] = f[1].split(':');
-      rows.push({ hex, port: parseInt(port, 16), state: f[3], inode: f[9] });
+      rows.push({ hex, port: parseInt(port, 16), remoteHex: f[2].split(':')[0], state: f[3], inode: f[9] });
     }
   }
   return rows;
@@ -64,6 +64,19 @@ export function connectionsHeld(port, pids) {
 }
 
 /**
+ * How many established connections to the local port the given pids hold
+ * whose other end is one of `remoteAddresses` (IPv4): with a worker's pids
+ * and the addresses a verifier's clients connect from, whether a request of
+ * theirs has reached a worker yet. Linux only (elsewhere: 0).
+ */
+export function connectionsHeldFrom(port, pids, remoteAddresses) {
+  if (process.platform !== 'linux') return 0;
+  const wanted = new Set(remoteAddresses.flatMap((a) => [a, `::ffff:${a}`]));
+  const established = new Set(tcpRows().filter((r) => r.state === '01' && r.port === port && wanted.has(describeAddress(r.remoteHex).address)).map((r) => r.inode));
+  return socketInodesOf(pids).filter((inode) => established.has(inode)).length;
+}
+
+/**
  * The listening sockets of the given pids: [{ port, address, reachable }],
  * where reachable says whether a client connecting to 127.0.0.1 gets there
  * (a program that listens on ::1 or on a LAN address only is not).
@@ -98,9 +111,12 @@ function describeAddress(hex) {
  * Whether something other than the given pids listens on the port: another
  * program took it between the verifier choosing it and the learner's listen.
  */
-export function takenByOthers(port, pids) {
+export function takenByOthers(port, pids, { host } = {}) {
   if (process.platform !== 'linux') return false;
-  const onPort = [...listeningInodes()].filter(([, s]) => s.port === port).map(([inode]) => inode);
+  // Given the address the program must listen on, a listener on another
+  // single address (a second run of it, on another HOST) is in nobody's way.
+  const inWay = (s) => !host || [host, `::ffff:${host}`, '0.0.0.0', '::'].includes(s.address);
+  const onPort = [...listeningInodes()].filter(([, s]) => s.port === port && inWay(s)).map(([inode]) => inode);
   if (onPort.length === 0) return false;
   const ours = new Set(socketInodesOf(pids));
   return onPort.some((inode) => !ours.has(inode));

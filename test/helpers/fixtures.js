@@ -8,7 +8,7 @@
 // A derived fixture states only its mistake: the program is a file of the
 // repository (a lesson's solution) with a few exact lines replaced, so the
 // fixture cannot drift from the solution it breaks:
-//   // derive-from: solutions/11-capstone/server.js
+//   // derive-from: solutions/capstone/server.js
 //   /* replace:
 //       const worker = cluster.fork({ CLUSTER_CONFIG: JSON.stringify(config) });
 //   with:
@@ -17,12 +17,19 @@
 // Each "replace:" block's lines must stand exactly once in the source (leading
 // white space counts, trailing does not), so a solution change that removes
 // or repeats them fails loudly instead of testing a program nobody meant.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+import { makePm2Workspace } from './pm2.js';
+
+// Files a lesson reads beside the learner's program.
+const COMPANIONS = ['Dockerfile', 'nginx.conf'];
+
 export const FIXTURES_DIR = new URL('../fixtures/', import.meta.url).pathname;
+// Lessons whose fixtures run from a workspace with PM2 (their manifest "needs" pm2).
+const PM2_LESSONS = new Set(['process-manager']);
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export function parseExpectations(file) {
@@ -47,10 +54,13 @@ export function textsFor(expectation, stepId) {
 
 /** Every fixture program of a lesson: test/fixtures/<NN-id>/*.{js,cjs,mjs} (folders are multi-file fixtures with server.js). */
 export function fixturesOf(lesson) {
-  const dir = join(FIXTURES_DIR, lesson.slug);
+  const dir = join(FIXTURES_DIR, lesson.id);
   if (!existsSync(dir)) return [];
+  // A folder is a fixture with its server.js, or (process-manager) with only
+  // the ecosystem file it changes: the header is in the file it holds.
+  const inFolder = (d) => ['server.js', 'ecosystem.config.cjs'].map((f) => join(d, f)).find((f) => existsSync(f)) ?? join(d, 'server.js');
   return readdirSync(dir, { withFileTypes: true })
-    .map((e) => (e.isDirectory() ? join(dir, e.name, 'server.js') : join(dir, e.name)))
+    .map((e) => (e.isDirectory() ? inFolder(join(dir, e.name)) : join(dir, e.name)))
     .filter((f) => /\.(c|m)?js$/.test(f) && existsSync(f))
     .sort();
 }
@@ -152,6 +162,7 @@ export class FixturePrograms {
   #root = null;
 
   programOf(file) {
+    if (PM2_LESSONS.has(basename(dirname(dirname(file))))) return this.#pm2Program(file);
     const derived = derive(file);
     if (!derived) return file;
     this.#root ??= mkdtempSync(join(tmpdir(), 'cw-derived-fixtures-'));
@@ -164,7 +175,41 @@ export class FixturePrograms {
     if (!existsSync(pkg)) writeFileSync(pkg, JSON.stringify({ type: moduleTypeOf(derived.source) }) + '\n');
     const program = join(dir, basename(file));
     writeFileSync(program, derived.text);
+    // Some lessons read a file beside the program (containers: the
+    // Dockerfile; beyond-one-machine: nginx.conf): a derived fixture takes
+    // the one beside it along, else the one beside the program it derives from.
+    for (const name of COMPANIONS) {
+      const companion = [dirname(file), dirname(derived.source)].map((d) => join(d, name)).find((f) => existsSync(f));
+      if (companion) copyFileSync(companion, join(dir, name));
+    }
     return program;
+  }
+
+  /**
+   * A process-manager fixture (a folder): its server.js and
+   * ecosystem.config.cjs, each its own (derived or whole) or else the
+   * solution's, written into a temporary workspace with PM2 installed, as a
+   * learner's (test/helpers/pm2.js). Returns the server.js to verify.
+   */
+  #pm2Program(file) {
+    const folder = dirname(file);
+    const lesson = basename(dirname(folder));
+    this.#root ??= mkdtempSync(join(tmpdir(), 'cw-derived-fixtures-'));
+    const workspace = join(this.#root, `${lesson}-workspace`);
+    if (!existsSync(workspace)) makePm2Workspace((mkdirSync(workspace, { recursive: true }), workspace));
+    const dir = join(workspace, basename(folder));
+    mkdirSync(dir, { recursive: true });
+    // A fixture may hold more files (a module of routes, a package.json
+    // saying "type": "commonjs"): copied as they are.
+    for (const name of readdirSync(folder)) {
+      if (name !== 'server.js' && name !== 'ecosystem.config.cjs') writeFileSync(join(dir, name), readFileSync(join(folder, name)));
+    }
+    for (const name of ['server.js', 'ecosystem.config.cjs']) {
+      const own = join(folder, name);
+      const text = existsSync(own) ? (derive(own)?.text ?? readFileSync(own, 'utf8')) : readFileSync(join(REPO_ROOT, 'solutions', lesson, name), 'utf8');
+      writeFileSync(join(dir, name), text);
+    }
+    return join(dir, 'server.js');
   }
 
   cleanup() {

@@ -2,7 +2,7 @@
 // plus the process-table check every verifier test ends with.
 import { findLesson, loadVerifier } from '../../lib/manifest.js';
 import { runVerifier, memoryStore } from '../../lib/harness/runner.js';
-import { TextReporter } from '../../lib/harness/reporter.js';
+import { TextReporter } from '../../lib/cli/reporter.js';
 import { markedProcesses } from '../../lib/harness/processes.js';
 
 export async function verifyFile(lessonName, file, { signal, readyTimeoutMs, store = memoryStore() } = {}) {

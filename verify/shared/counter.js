@@ -207,3 +207,45 @@ export function summarize(numbers) {
   const parts = ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`));
   return parts.length > 8 ? `${parts.slice(0, 8).join(', ')}, ...` : parts.join(', ') || 'none';
 }
+
+/**
+ * The counter under chaos (the capstone): increments sent while workers die
+ * cannot answer exactly 1 to n (one in flight to a killed worker may or may
+ * not have counted), so the rule is the one that holds whatever dies: every
+ * acknowledged increment answered a value no other one did, the count grew
+ * by at least the acknowledged ones and by no more than were sent, and every
+ * worker then reads the same count.
+ * @param {{ sent: number, before: number, values: number[], finalCounts: number[] }} o
+ *   values: the counts the acknowledged increments answered; finalCounts: one GET /count per worker afterwards
+ * @returns {{ sent, before, acknowledged, after, duplicates, consistent, finalCounts, lost }}
+ */
+export function judgeIncrements({ sent, before, values, finalCounts }) {
+  const after = finalCounts.length ? Math.max(...finalCounts) : null;
+  return {
+    sent,
+    before,
+    acknowledged: values.length,
+    after,
+    duplicates: values.length - new Set(values).size,
+    consistent: new Set(finalCounts).size === 1,
+    finalCounts,
+    lost: Math.max(0, values.length - ((after ?? 0) - before)),
+  };
+}
+
+/** The failure of judgeIncrements' result, or null when it holds. */
+export function incrementsFailure(i) {
+  if (i.lost === 0 && i.duplicates === 0 && i.consistent && i.after - i.before <= i.sent) return null;
+  let message;
+  if (!i.consistent) message = `The workers answered different counts after the increments: ${i.finalCounts.join(', ')}.`;
+  else if (i.duplicates) message = `${i.duplicates} POST /count answers repeated a value another one had.`;
+  else if (i.lost) message = `${i.lost} acknowledged increments are missing from the count.`;
+  else message = `The count grew by ${i.after - i.before}, more than the ${i.sent} increments sent.`;
+  return {
+    message,
+    expected: `each acknowledged POST /count answered a different value, and GET /count from every worker then answers ${i.before} + the number of increments applied`,
+    actual: `${i.acknowledged} acknowledged, count ${i.before} -> ${i.after}, ${i.duplicates} duplicates`,
+    explanation:
+      'The counter lives in the primary, which survives every worker death: a worker asks it over IPC with an id per request and answers with the value the primary gave for that id (the shared-state lesson).',
+  };
+}

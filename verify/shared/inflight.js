@@ -9,6 +9,7 @@
 // no 127.0.0.9) a short margin after the send stands in.
 import { readFileSync } from 'node:fs';
 import { request } from '../../lib/harness/http.js';
+import { keepAliveSequence } from '../../lib/harness/keepalive.js';
 import { sleepFor } from '../../lib/harness/context.js';
 
 const ON_LINUX = process.platform === 'linux';
@@ -59,4 +60,55 @@ function requestRead(port) {
     }
   }
   return false;
+}
+
+/**
+ * A request in flight on a keep-alive connection: from 127.0.0.9, `GET /`
+ * first (its answer names the worker that owns the connection), then `path`
+ * on the same connection; resolves once a worker has read it. With `then`,
+ * the connection goes on sending `then` back to back afterwards, as a busy
+ * keep-alive client does: a connection certainly busy when a server closes,
+ * so one that server.close() cannot end.
+ * @returns {Promise<{ pid: number|undefined, result: Promise<object>, readMs: number|null, results: object[],
+ *   stop(): Promise<object[]> }>} pid: the worker holding the connection; result: the outcome of `path`
+ *   (see lib/harness/keepalive.js); results: every outcome on the connection
+ *   outliveStep: keep sending after the step ends (stop() ends it; register it with ctx.onTeardown)
+ */
+export async function startKeepAliveInFlight(ctx, path, { timeoutMs = 10000, then, outliveStep = false } = {}) {
+  let sentAt = null;
+  let markSent;
+  const sent = new Promise((resolve) => (markSent = resolve));
+  const client = keepAliveSequence(ctx.port, ['/', path], {
+    timeoutMs,
+    localAddress: ON_LINUX ? LOCAL_ADDRESS : undefined,
+    // With outliveStep the caller stops it (a check in a later step reads it).
+    signal: outliveStep ? undefined : ctx.signal,
+    then,
+    onSent: (p, seq) => {
+      if (seq === 1) {
+        sentAt = performance.now();
+        markSent();
+      }
+    },
+  });
+  const { results } = client;
+  client.done.then(() => markSent()); // the first request failed: nothing more is sent
+  let settle;
+  const result = new Promise((resolve) => (settle = resolve));
+  const watchResult = () => (results[1] ? settle(results[1]) : setTimeout(watchResult, 5));
+  watchResult();
+  client.done.then(() => settle(results[1] ?? { path, outcome: 'unanswered', code: results[0]?.code ?? 'NOT_SENT', bytes: 0 }));
+  await sent;
+  const base = { results, stop: () => client.stop() };
+  const pid = results[0]?.pid;
+  if (sentAt === null) return { ...base, pid, result, readMs: null };
+  let settled = false;
+  result.then(() => (settled = true));
+  if (ON_LINUX) {
+    const read = await ctx.poll(() => settled || requestRead(ctx.port), { timeoutMs: 2000, intervalMs: 5 });
+    if (read.ok) return { ...base, pid, result, readMs: Math.round(performance.now() - sentAt) };
+  }
+  const wait = FALLBACK_MARGIN_MS - (performance.now() - sentAt);
+  if (wait > 0) await sleepFor(wait, ctx.signal);
+  return { ...base, pid, result, readMs: null };
 }

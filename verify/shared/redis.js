@@ -7,6 +7,11 @@ import { Redis } from 'ioredis';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
+/** The name of this process's verifier connections to Redis. */
+export function verifierConnectionName(pid = process.pid) {
+  return `cluster-workshop-verifier-${pid}`;
+}
+
 /** A key prefix no other run uses: every key of this run starts with it. */
 export function freshPrefix() {
   return `cluster-workshop:verify:${randomBytes(6).toString('hex')}:`;
@@ -20,6 +25,8 @@ export async function connectRedis(url, { timeoutMs = 1500 } = {}) {
   let redis;
   try {
     redis = new Redis(url, {
+      // Named, so a test can see that no verifier's connection is left open (CLIENT LIST).
+      connectionName: verifierConnectionName(),
       lazyConnect: true,
       connectTimeout: timeoutMs,
       maxRetriesPerRequest: 0,
@@ -73,4 +80,45 @@ function withTimeout(promise, ms) {
       timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The before-step of the lessons that keep state in Redis: a Redis answers at
+ * REDIS_URL (default 127.0.0.1:6379). It gives the program that REDIS_URL and
+ * a fresh REDIS_PREFIX, and leaves the verifier's own client in ctx.data for
+ * the steps and for redisTeardown.
+ */
+export const redisAnswersStep = {
+  id: 'redis-answers',
+  title: 'a Redis answers at REDIS_URL',
+  async run(ctx) {
+    const url = process.env.REDIS_URL || DEFAULT_REDIS_URL;
+    const { redis, error } = await connectRedis(url);
+    if (!redis) {
+      ctx.fail(`No Redis answers at ${url} (${error}).`, {
+        explanation:
+          `This lesson keeps its state in Redis, so the verifier needs a Redis server to run your program against, and none answered at ${url}. ` +
+          'Start one with `redis-server` (Debian/Ubuntu: `sudo apt-get install redis-server`; macOS: `brew install redis`), or with Docker: `docker run -p 6379:6379 redis`; ' +
+          'or point the verifier at yours with REDIS_URL=redis://host:port. Then verify again. ' +
+          'The lesson is optional: without Redis you can skip it and go on to the next one.',
+      });
+    }
+    const prefix = freshPrefix();
+    ctx.data.redis = redis;
+    ctx.data.prefix = prefix;
+    // The program gets the same Redis and a prefix of its own for this run.
+    ctx.lessonEnv = { ...ctx.lessonEnv, REDIS_URL: url, REDIS_PREFIX: prefix };
+    ctx.log(`Redis answers at ${url}; this run's keys start with ${prefix} and are deleted afterwards`);
+  },
+};
+
+/** The teardown of a run that used redisAnswersStep: its keys deleted, its client closed. */
+export async function redisTeardown(ctx) {
+  const { redis, prefix } = ctx.data;
+  if (!redis) return;
+  try {
+    await deleteUnder(redis, prefix);
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -52,4 +52,4 @@ export async function exitWithinDeadline(watch) {
   return watch.atExit;
 }
 
-export { EXIT_DEADLINE_MS };
+export { EXIT_DEADLINE_MS, SURVIVOR_GRACE_MS };

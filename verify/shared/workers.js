@@ -1,4 +1,5 @@
 // Checks shared by the verifiers of several lessons.
+import { request } from '../../lib/harness/http.js';
 
 /**
  * Waits (bounded) for exactly n workers and fails with the count found,
@@ -62,7 +63,7 @@ export function expectPrimaryAlive(ctx, when) {
  * them dead ones, then returns the new pids. Fails with what the process
  * table showed: too few (no replacement), too many (more than one per death).
  */
-export async function waitForReplacement(ctx, n, dead, { timeoutMs = 2000, what = 'the replacement', before = dead } = {}) {
+export async function waitForReplacement(ctx, n, dead, { timeoutMs = 2000, what = 'the replacement', before = dead, neverCame } = {}) {
   const r = await ctx.waitForWorkers(n, { timeoutMs, accept: (pids) => dead.every((d) => !pids.includes(d)) });
   if (r.ok) {
     const fresh = r.value.filter((p) => !before.includes(p) && !dead.includes(p));
@@ -91,11 +92,15 @@ export async function waitForReplacement(ctx, n, dead, { timeoutMs = 2000, what 
   const stillThere = dead.filter((d) => found.includes(d));
   let message;
   let hint;
+  let explanation;
   if (stillThere.length) {
     message = `Worker ${stillThere.join(', ')} is still alive ${timeoutMs / 1000} s later.`;
   } else if (found.length < n) {
     message = `Only ${found.length} worker${found.length === 1 ? '' : 's'} ${timeoutMs / 1000} s after ${dead.length > 1 ? 'the workers' : 'a worker'} died: ${what} never came.`;
-    hint = "in the primary, cluster.on('exit', () => cluster.fork()) replaces every worker that dies.";
+    // neverCame: what the caller knows of the likely causes (a crash-loop
+    // protection that counted this death), instead of the plain respawn hint.
+    hint = neverCame?.hint ?? "in the primary, cluster.on('exit', () => cluster.fork()) replaces every worker that dies.";
+    explanation = neverCame?.explanation;
   } else {
     message = `${found.length} workers after ${dead.length > 1 ? 'the workers' : 'a worker'} died, WORKERS=${n}.`;
     hint = "fork exactly one replacement per death, in the 'exit' event only (not also in 'disconnect').";
@@ -104,6 +109,7 @@ export async function waitForReplacement(ctx, n, dead, { timeoutMs = 2000, what 
     expected: `exactly ${n} workers, none of them ${dead.join(', ')}`,
     actual: `${found.length}: ${found.join(', ') || 'none'}`,
     reproduce: [`kill -9 ${dead[0]}`, `pgrep -P ${ctx.primaryPid}`],
+    explanation,
     hint,
     showOutput: true,
   });
@@ -128,4 +134,50 @@ export function failTooMany(ctx, n, pids) {
     hint: "fork exactly one replacement per death, in one 'exit' handler only (not also in 'disconnect' or in a per-worker handler).",
     showOutput: true,
   });
+}
+
+/** Fails when SIGUSR2 killed the primary (no handler): the capstone's rolling restart and its crash-loop recovery say it alike. */
+export function expectSurvivedSigusr2(ctx) {
+  if (ctx.program.exited && ctx.program.exit.signal === 'SIGUSR2') {
+    ctx.fail('The primary died of SIGUSR2.', {
+      expected: 'a rolling restart: the primary keeps running and replaces its workers one at a time',
+      actual: 'killed by SIGUSR2 (the default action of a signal without a handler)',
+      hint: "process.on('SIGUSR2', rollingRestart) in the primary (the rolling-restart lesson).",
+    });
+  }
+}
+
+/**
+ * "Crash a worker and see it die" (respawn, capstone): GET /crash must end
+ * the worker that takes it with an uncaught exception. Fails when it answers,
+ * or when no worker of `before` is gone within 2 s. Returns the request's
+ * outcome (with start and end, performance.now() values) and the dead pids.
+ */
+export async function crashOneWorker(ctx, before) {
+  const start = performance.now();
+  const r = { ...(await request(ctx.port, '/crash', { timeoutMs: 3000, signal: ctx.signal })), start, end: performance.now() };
+  if (r.ok) {
+    ctx.fail(`GET /crash answered (status ${r.status}) instead of ending the worker.`, {
+      expected: 'no answer: the worker dies of an uncaught exception',
+      actual: `status ${r.status}`,
+      explanation:
+        r.status === 500
+          ? 'Express catches an error thrown inside a route handler and answers 500, so the worker survives. Throw where express cannot catch it: setImmediate(() => { throw new Error("crash") }).'
+          : 'Add GET /crash: the worker that receives it throws an uncaught exception and dies.',
+      reproduce: ctx.curl('/crash'),
+    });
+  }
+  // Polled until a worker is gone: its connection can reset a moment before
+  // the process leaves the process table.
+  const gone = () => before.filter((pid) => !ctx.workers().includes(pid));
+  const crashed = await ctx.poll(() => gone().length > 0 && gone(), { timeoutMs: 2000, intervalMs: 5 });
+  if (!crashed.ok) {
+    ctx.fail('GET /crash got no answer, but no worker died.', {
+      expected: 'the worker that received it exits',
+      actual: `${r.error}; all of ${before.join(', ')} still alive`,
+      reproduce: ctx.curl('/crash'),
+      hint: 'throw an uncaught exception: setImmediate(() => { throw new Error("crash") }).',
+    });
+  }
+  return { result: r, died: crashed.value };
 }

@@ -1,11 +1,24 @@
-// The instructor's dashboard: follows the class over server-sent events and
-// redraws the grid, the stuck list and the failing steps. Every text from a
-// learner goes into the page as textContent, never as HTML.
-import { cellStatus, stuckReasons, describeReason, failingSteps, passCounts } from './insights.js';
+// The instructor's dashboard, made to be projected: follows the class over
+// server-sent events and redraws the steps that fail most (what to explain
+// to the whole room), who is stuck, and a compact grid of learners. Every
+// text from a learner goes into the page as textContent, never as HTML.
+//
+// The instructor token arrives in the URL's #token=; it is read once, taken
+// out of the address bar (which the room can see) and traded for an HttpOnly
+// cookie that only this classroom's /api receives. Exports are fetched with
+// it and saved from memory: no link on the page carries the token.
+import { cellStatus, describeReason, byName, stuckList, topFailingSteps, passCounts, stepTitle } from './insights.js';
+
+const STUCK_SHOWN = 6;
+const FAILING_SHOWN = 5;
+// Beyond this many learners the grid drops the numbers in its squares.
+const DENSE_FROM = 60;
 
 const $ = (id) => document.getElementById(id);
-const token = new URLSearchParams(location.hash.slice(1)).get('token') ?? '';
-const withToken = (path) => `${path}?token=${encodeURIComponent(token)}`;
+
+const fromUrl = new URLSearchParams(location.hash.slice(1)).get('token');
+if (fromUrl !== null) history.replaceState(null, '', location.pathname + location.search);
+let token = fromUrl ?? '';
 
 const state = { title: '', lessons: [], learners: new Map(), joinUrl: null, joinCode: '', clockOffset: 0 };
 const now = () => Date.now() + state.clockOffset;
@@ -20,6 +33,14 @@ function el(tag, attrs = {}, ...children) {
   }
   for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) node.append(c instanceof Node ? c : String(c));
   return node;
+}
+
+/** A request to the classroom's API, with the token in a header while the page holds it (else the cookie). */
+function api(path, { method = 'GET', body } = {}) {
+  const headers = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  return fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
 }
 
 const idleSelect = $('idle-minutes');
@@ -57,6 +78,7 @@ function applySnapshot(view) {
 
 function applyUpdate(update) {
   for (const row of update.learners) state.learners.set(row.id, row);
+  for (const id of update.removed ?? []) state.learners.delete(id);
   syncClock(update.serverTime);
   render();
 }
@@ -68,62 +90,73 @@ function render() {
     $('join').hidden = false;
     $('join-command').textContent = `cluster-workshop join ${state.joinUrl} --code ${state.joinCode} --name "<your name>"`;
   }
-  $('export-csv').href = withToken('/api/export.csv');
-  $('export-json').href = withToken('/api/export.json');
-
-  const rows = [...state.learners.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const rows = [...state.learners.values()].sort(byName);
   const minutes = Number(idleSelect.value);
-  const stuck = new Map(rows.map((r) => [r.id, stuckReasons(r, { now: now(), minutes, lessons: state.lessons })]).filter(([, reasons]) => reasons.length));
-  renderCounts(rows, stuck);
-  renderStuck(rows, stuck);
-  renderGrid(rows, stuck);
+  const options = { now: now(), minutes, lessons: state.lessons };
+  const stuck = stuckList(rows, { ...options, max: STUCK_SHOWN });
+  const stuckReasonsById = new Map(stuckList(rows, { ...options, max: Infinity }).shown.map((s) => [s.row.id, s.reasons]));
+  renderCounts(rows, stuck.total);
   renderFailing(rows);
+  renderStuck(stuck);
+  renderGrid(rows, stuckReasonsById);
 }
 
-function renderCounts(rows, stuck) {
+function renderCounts(rows, stuckCount) {
   const finished = rows.filter((r) => state.lessons.filter((l) => !l.optional).every((l) => r.lessons[l.id]?.passedAt)).length;
-  $('counts').textContent = `${rows.length} learner${rows.length === 1 ? '' : 's'} · ${stuck.size} stuck · ${finished} finished`;
+  $('counts').textContent = `${rows.length} learner${rows.length === 1 ? '' : 's'} · ${stuckCount} stuck · ${finished} finished`;
 }
 
-function renderStuck(rows, stuck) {
-  const items = rows
-    .filter((r) => stuck.has(r.id))
-    .map((r) => el('li', { 'data-learner': r.id }, el('span', { class: 'who' }, r.name), ': ', stuck.get(r.id).map((reason) => describeReason(reason, state.lessons)).join('; ')));
+function renderFailing(rows) {
+  const top = topFailingSteps(rows, state.lessons, FAILING_SHOWN);
+  const passed = passCounts(rows, state.lessons);
+  const items = top.map((s) => {
+    const lesson = state.lessons.find((l) => l.id === s.lesson);
+    return el(
+      'li',
+      { 'data-lesson': s.lesson, 'data-step': s.step },
+      el('span', { class: 'who' }, `${s.learners} learner${s.learners === 1 ? '' : 's'}`),
+      ': ',
+      el('strong', {}, stepTitle(lesson, s.step)),
+      ' ',
+      el('span', { class: 'where' }, `lesson ${lesson?.number ?? '?'} ${s.lesson} · ${s.failures} failure${s.failures === 1 ? '' : 's'} · ${passed[s.lesson]} passed`),
+    );
+  });
+  $('failing').replaceChildren(...(items.length ? items : [el('li', { class: 'muted' }, 'No failed verify yet.')]));
+}
+
+function renderStuck({ shown, more }) {
+  // One line each (the full reasons on hover): the most telling reason first.
+  const items = shown.map(({ row, reasons }) => {
+    const why = reasons.map((r) => describeReason(r, state.lessons)).join('; ');
+    return el('li', { 'data-learner': row.id, title: `${row.name}: ${why}` }, el('span', { class: 'who' }, row.name), ' ', el('span', { class: 'why' }, why));
+  });
+  if (more) items.push(el('li', { class: 'more muted' }, `and ${more} more (highlighted in the grid)`));
   $('stuck').replaceChildren(...(items.length ? items : [el('li', { class: 'muted' }, 'nobody right now')]));
 }
 
 function renderGrid(rows, stuck) {
-  const head = el(
-    'tr',
-    {},
-    el('th', { class: 'learner' }, 'learner'),
-    state.lessons.map((l) => el('th', { title: l.title }, `${l.number}`, el('small', {}, l.id + (l.optional ? ' (opt.)' : '')))),
-  );
-  $('grid').tHead.replaceChildren(head);
-  const body = rows.map((r) => {
+  $('grid').classList.toggle('dense', rows.length >= DENSE_FROM);
+  const tiles = rows.map((r) => {
     const reasons = stuck.get(r.id) ?? [];
     const stuckLesson = reasons.find((x) => x.kind === 'failures')?.lesson;
     return el(
-      'tr',
-      { 'data-learner': r.id, class: reasons.length ? 'stuck' : undefined },
-      el('td', { class: 'learner', 'data-learner-name': '', title: r.name }, r.name),
-      state.lessons.map((l) => cell(r, l, stuckLesson === l.id)),
+      'div',
+      { class: reasons.length ? 'tile stuck' : 'tile', 'data-learner': r.id },
+      el('button', { type: 'button', class: 'name', title: r.rejoinAllowed ? `${r.name} (may join again)` : r.name, 'data-manage': r.id }, r.name),
+      el('span', { class: 'cells' }, state.lessons.map((l) => cell(r, l, stuckLesson === l.id))),
     );
   });
-  if (!body.length) body.push(el('tr', {}, el('td', { colspan: state.lessons.length + 1, class: 'muted' }, 'No learner has joined yet.')));
-  $('grid').tBodies[0].replaceChildren(...body);
+  $('grid').replaceChildren(...(tiles.length ? tiles : [el('p', { class: 'muted' }, 'No learner has joined yet.')]));
 }
 
 function cell(row, lesson, isStuck) {
   const l = row.lessons[lesson.id];
   const status = cellStatus(l);
   const attrs = { 'data-lesson': lesson.id, 'data-status': status, class: `cell ${status}${isStuck ? ' stuck' : ''}` };
-  if (status === 'passed') return el('td', { ...attrs, title: `passed ${time(l.passedAt)}` }, `✓ ${l.attempts}`);
-  if (status === 'failing') {
-    const step = lesson.steps?.[l.lastFailedStep] ?? l.lastFailedStep;
-    return el('td', { ...attrs, title: `last verify failed at "${step}" (${time(l.lastAt)}); ${l.streak} in a row` }, `✗ ${l.attempts}`);
-  }
-  return el('td', attrs, '');
+  if (status === 'passed') attrs.title = `lesson ${lesson.number} ${lesson.id}: passed ${time(l.passedAt)} after ${l.attempts} verif${l.attempts === 1 ? 'y' : 'ies'}`;
+  else if (status === 'failing') attrs.title = `lesson ${lesson.number} ${lesson.id}: last verify failed at "${stepTitle(lesson, l.lastFailedStep)}" (${time(l.lastAt)}); ${l.attempts} verif${l.attempts === 1 ? 'y' : 'ies'}, ${l.streak} in a row`;
+  else attrs.title = `lesson ${lesson.number} ${lesson.id}: not started`;
+  return el('span', attrs, `${lesson.number}`);
 }
 
 function time(iso) {
@@ -131,29 +164,72 @@ function time(iso) {
   return minutes < 1 ? 'just now' : `${minutes} min ago`;
 }
 
-function renderFailing(rows) {
-  const fails = failingSteps(rows, state.lessons);
-  const passed = passCounts(rows, state.lessons);
-  const blocks = state.lessons
-    .filter((l) => fails[l.id].length)
-    .map((l) =>
-      el(
-        'div',
-        { class: 'lesson-fails', 'data-lesson': l.id },
-        el('h3', {}, `${l.number} ${l.id}`, el('span', { class: 'muted' }, ` (${passed[l.id]} passed)`)),
-        el('ol', {}, fails[l.id].slice(0, 5).map((s) => el('li', { 'data-step': s.step }, `${l.steps?.[s.step] ?? s.step}: `, el('strong', {}, `${s.learners} learner${s.learners === 1 ? '' : 's'}`), ` (${s.failures} failures)`))),
-      ),
-    );
-  $('failing').replaceChildren(...(blocks.length ? blocks : [el('p', { class: 'muted' }, 'No failed verify yet.')]));
+// --- managing a learner (click a name) ----------------------------------------
+let managed = null;
+const dialog = $('manage');
+
+function manageProblem(text) {
+  $('manage-problem').hidden = !text;
+  $('manage-problem').textContent = text ?? '';
 }
 
-function connect() {
-  if (!token) {
-    setLive('reconnecting', 'no token');
-    problem('This page needs the instructor token: open the dashboard URL that `cluster-workshop classroom` printed (it ends with #token=...).');
+$('grid').addEventListener('click', (e) => {
+  const id = e.target.closest('[data-manage]')?.dataset.manage;
+  const row = id && state.learners.get(id);
+  if (!row) return;
+  managed = id;
+  $('manage-name').textContent = row.name;
+  $('manage-rename').value = row.name;
+  $('manage-remove').textContent = 'Remove from the class';
+  $('manage-remove').dataset.confirm = '';
+  manageProblem(null);
+  dialog.showModal();
+});
+
+async function act(request, done) {
+  const r = await request().catch(() => null);
+  if (!r) return manageProblem('The classroom did not answer.');
+  if (!r.ok) return manageProblem((await r.json().catch(() => null))?.error ?? `The classroom answered ${r.status}.`);
+  done?.();
+  dialog.close();
+}
+
+$('manage-save').addEventListener('click', () => act(() => api(`/api/learners/${encodeURIComponent(managed)}`, { method: 'PATCH', body: { name: $('manage-rename').value } })));
+$('manage-rejoin').addEventListener('click', () => act(() => api(`/api/learners/${encodeURIComponent(managed)}/rejoin`, { method: 'POST' })));
+$('manage-remove').addEventListener('click', () => {
+  const button = $('manage-remove');
+  // Two clicks: removing a learner cannot be undone.
+  if (button.dataset.confirm !== managed) {
+    button.dataset.confirm = managed;
+    button.textContent = 'Click again to remove (cannot be undone)';
     return;
   }
-  const events = new EventSource(withToken('/api/events'));
+  act(() => api(`/api/learners/${encodeURIComponent(managed)}`, { method: 'DELETE' }));
+});
+$('manage-close').addEventListener('click', () => dialog.close());
+
+// --- exports: fetched with the token in a header, saved from memory --------------
+async function download(path, name) {
+  const r = await api(path).catch(() => null);
+  if (!r?.ok) return problem(`The export failed (${r ? r.status : 'no answer'}).`);
+  const url = URL.createObjectURL(await r.blob());
+  const a = el('a', { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+$('export-csv').addEventListener('click', () => download('/api/export.csv', 'classroom.csv'));
+$('export-json').addEventListener('click', () => download('/api/export.json', 'classroom.json'));
+
+// --- the live stream ----------------------------------------------------------------
+async function connect() {
+  if (token) {
+    // The token becomes a cookie for /api on this classroom: a reload of the page keeps working.
+    const r = await api('/api/session', { method: 'POST' }).catch(() => null);
+    if (r && (r.status === 401 || r.status === 403)) return refused();
+  }
+  const events = new EventSource('/api/events');
   events.addEventListener('snapshot', (e) => {
     problem(null);
     setLive('live', 'live');
@@ -162,13 +238,22 @@ function connect() {
   events.addEventListener('update', (e) => applyUpdate(JSON.parse(e.data)));
   events.addEventListener('error', async () => {
     setLive('reconnecting', 'reconnecting…');
-    // EventSource does not say why; ask once so a wrong token is explained, not retried forever.
-    const r = await fetch('/api/state', { headers: { authorization: `Bearer ${token}` } }).catch(() => null);
+    // EventSource does not say why; ask once so a missing or wrong token is explained, not retried forever.
+    const r = await api('/api/state').catch(() => null);
     if (r && (r.status === 401 || r.status === 403)) {
       events.close();
-      problem('The classroom refused this dashboard token. Open the exact URL that `cluster-workshop classroom` printed.');
+      refused(r.status);
     }
   });
+}
+
+function refused(status = 403) {
+  setLive('reconnecting', 'no access');
+  problem(
+    status === 401 && !token
+      ? 'This page needs the instructor token: open the dashboard URL that `cluster-workshop classroom` printed (it ends with #token=...).'
+      : 'The classroom refused this dashboard token. Open the exact URL that `cluster-workshop classroom` printed.',
+  );
 }
 
 // Idle times grow without any event: redraw now and then.

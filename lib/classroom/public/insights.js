@@ -15,8 +15,10 @@ export function cellStatus(lesson) {
  * Why a learner looks stuck, as a list of reasons (empty: not stuck):
  *  - { kind: 'failures', lesson, step, count }: the lesson they work on failed
  *    STUCK_FAILURES times or more in a row at the same step;
- *  - { kind: 'idle', minutes }: no lesson newly passed for `minutes` or more
- *    (counted from joining), while required lessons remain.
+ *  - { kind: 'idle', minutes }: no progress for `minutes` or more, while
+ *    required lessons remain. Progress (lastProgressAt, stamped by the
+ *    server when a report arrives) is joining, passing a lesson, or a verify
+ *    that gets further in a lesson than any before it.
  */
 export function stuckReasons(row, { now, minutes, lessons }) {
   const reasons = [];
@@ -34,9 +36,9 @@ export function stuckReasons(row, { now, minutes, lessons }) {
 }
 
 export function describeReason(reason, lessons) {
-  if (reason.kind === 'idle') return `no lesson passed for ${reason.minutes} min`;
+  if (reason.kind === 'idle') return `no progress for ${reason.minutes} min`;
   const lesson = lessons.find((l) => l.id === reason.lesson);
-  const step = lesson?.steps?.[reason.step] ?? reason.step;
+  const step = stepTitle(lesson, reason.step);
   return `${reason.count} failures in a row at "${step}" (lesson ${lesson?.number ?? '?'} ${reason.lesson})`;
 }
 
@@ -65,4 +67,34 @@ export function failingSteps(rows, lessons) {
 /** How many learners passed each lesson. */
 export function passCounts(rows, lessons) {
   return Object.fromEntries(lessons.map((l) => [l.id, rows.filter((r) => r.lessons[l.id]?.passedAt).length]));
+}
+
+// Names as people read them: "Learner 2" before "Learner 10", any case, any script.
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+export const byName = (a, b) => collator.compare(a.name, b.name) || (a.id ?? '').localeCompare(b.id ?? '');
+
+/**
+ * Who is stuck, most stuck first (failures in a row, most first; then the
+ * longest without progress), at most `max` of them: { shown: [{ row, reasons }], more, total }.
+ */
+export function stuckList(rows, { now, minutes, lessons, max }) {
+  const all = rows.map((row) => ({ row, reasons: stuckReasons(row, { now, minutes, lessons }) })).filter((s) => s.reasons.length);
+  const failures = (s) => Math.max(0, ...s.reasons.filter((r) => r.kind === 'failures').map((r) => r.count));
+  const idle = (s) => now - Date.parse(s.row.lastProgressAt);
+  all.sort((a, b) => failures(b) - failures(a) || idle(b) - idle(a) || byName(a.row, b.row));
+  return { shown: all.slice(0, max), more: Math.max(0, all.length - max), total: all.length };
+}
+
+/** The steps that fail for most learners, across lessons: what to explain to the whole room. */
+export function topFailingSteps(rows, lessons, max) {
+  const perLesson = failingSteps(rows, lessons);
+  return lessons
+    .flatMap((l) => perLesson[l.id].map((s) => ({ lesson: l.id, ...s })))
+    .sort((a, b) => b.learners - a.learners || b.failures - a.failures)
+    .slice(0, max);
+}
+
+/** A step's title, for a step id the lesson knows (never a property of Object). */
+export function stepTitle(lesson, step) {
+  return lesson?.steps && Object.hasOwn(lesson.steps, step) ? lesson.steps[step] : step;
 }

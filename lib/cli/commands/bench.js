@@ -9,12 +9,11 @@ import { resolve } from 'node:path';
 import { lessonFrom, fileFrom } from '../lesson-arg.js';
 import { findLesson, loadVerifier } from '../../manifest.js';
 import { Progress, workspaceDir } from '../../progress.js';
-import { freePort } from '../../harness/ports.js';
 import { StepFailure, formatFailure } from '../../harness/failure.js';
+import { launch, lessonEnvOf } from '../../harness/launch.js';
 import { colorEnabled, makeStyle } from '../style.js';
 import { onInterrupt } from '../interrupt.js';
-import { EXIT, UsageError } from '../errors.js';
-import { bootProgram, verifierEnv, watchForkBomb } from '../live/boot.js';
+import { EXIT, UsageError, exitCodeForSignal } from '../errors.js';
 import { sparkChart } from '../live/chart.js';
 
 const BUCKET_MS = 250;
@@ -42,7 +41,8 @@ chart of requests per second over the run.
   --reference     also the reference solutions of the same lessons
   --lesson <l>    whose environment to start it with (default: your current lesson, else 2)
   --workers <n>   WORKERS for clustered programs (default: the lesson's, as verify uses)
-  --path <p>      the route to load (default: /heavy?ms=20, a CPU-bound route)
+  --path <p>      the route to load (default: the lesson's bench route, such as /heavy?ms=20;
+                  with --compare, one both programs have)
   --duration <s>  seconds per program (default: 5)
   --connections <n>  concurrent connections (default: 8)
 
@@ -51,17 +51,19 @@ Exit code: 0 when every program ran, 1 when one failed to start or answer, 2 usa
 export async function run(values, [file], io) {
   const where = { dir: values.dir, env: io.env, cwd: io.cwd };
   const style = makeStyle(colorEnabled(io.stdout, io.env));
+  const { lesson, single, targets } = await chooseTargets(values, file, where);
+  const route = benchRoute(values, lesson, single);
   const settings = {
-    path: values.path ?? '/heavy?ms=20',
+    path: route.path,
     durationS: number(values.duration, 5, '--duration', { min: 1, max: 120 }),
     connections: number(values.connections, 8, '--connections', { min: 1, max: 200, integer: true }),
     workers: values.workers === undefined ? undefined : number(values.workers, 0, '--workers', { min: 1, max: 64, integer: true }),
   };
   if (!settings.path.startsWith('/')) throw new UsageError(`--path is a route such as /heavy?ms=20, starting with "/", not "${settings.path}".`);
 
-  const targets = await chooseTargets(values, file, where);
   const cores = availableParallelism();
   io.out(style.bold(`Benchmark: GET ${settings.path}, ${settings.connections} connections, ${settings.durationS} s per program, ${cores} cores\n`));
+  if (values.compare) io.out(`Comparing ${targets.map((t) => `"${t.label}"`).join(' and ')}, on GET ${settings.path}: ${route.why}.\n`);
 
   const controller = new AbortController();
   const release = onInterrupt((signal) => controller.abort(signal));
@@ -81,7 +83,7 @@ export async function run(values, [file], io) {
   }
   if (controller.signal.aborted) {
     io.out(style.yellow(`Interrupted (${controller.signal.reason}); every program was stopped.\n`));
-    return 128 + ({ SIGHUP: 1, SIGINT: 2, SIGTERM: 15 }[controller.signal.reason] ?? 0);
+    return exitCodeForSignal(controller.signal.reason);
   }
   io.out(`\n${table(results)}\n\n`);
   io.out(style.bold('requests per second over the run (same scale)\n'));
@@ -97,7 +99,7 @@ async function chooseTargets(values, file, where) {
   const targets = [];
   const add = async (label, path, forLesson, kind) => {
     const verifier = await loadVerifier(forLesson);
-    targets.push({ label, file: path, verifier, kind, clustered: verifier.clustered !== false });
+    targets.push({ label, file: path, verifier, packages: forLesson.packages, kind, clustered: verifier.clustered !== false });
   };
   if (values.compare) {
     const baseline = values.baseline !== undefined ? existing(resolve(where.cwd, values.baseline), '--baseline') : workspaceFile(single, where, '--compare needs your lesson-1 server: start lesson 1 in your workspace, or give it with --baseline <file>.');
@@ -112,8 +114,37 @@ async function chooseTargets(values, file, where) {
     if (values.compare || !mine) await add('reference, lesson 1', single.paths.solution, single, 'reference');
     if (lesson.number !== 1 || !values.compare) await add(`reference, lesson ${lesson.number}`, lesson.paths.solution, lesson, 'reference');
   }
-  return targets;
+  return { lesson, single, targets };
 }
+
+/**
+ * The route to load and why that one: --path, else the lesson's bench route
+ * from its manifest entry. --compare needs a route both programs have: the
+ * lesson's, when lesson 1 has the same one (/heavy), else GET /, which every
+ * lesson's program answers.
+ */
+export function benchRoute(values, lesson, single) {
+  if (values.path !== undefined) return { path: values.path, why: 'the route you gave with --path' };
+  const mine = lesson.bench?.route;
+  if (values.compare) {
+    const base = single.bench?.route;
+    if (mine && base && pathOf(mine) === pathOf(base)) {
+      return { path: mine, why: `the bench route of lesson ${lesson.number} (${lesson.id}) and of lesson ${single.number}, a CPU-bound request` };
+    }
+    return {
+      path: '/',
+      why:
+        `lesson ${lesson.number} (${lesson.id}) has ${mine ? `GET ${pathOf(mine)}` : 'no bench route'} and your lesson-${single.number} server has ${base ? `GET ${pathOf(base)}` : 'none'}, ` +
+        'so they are compared on GET /, which both answer; it does almost no work, so this measures the cost of a request through each, not how CPU-bound work scales',
+    };
+  }
+  if (!mine) {
+    throw new UsageError(`Lesson ${lesson.number} (${lesson.id}) has no route worth benching on its own. Name one with --path, or compare with --compare.`);
+  }
+  return { path: mine, why: `the bench route of lesson ${lesson.number} (${lesson.id})` };
+}
+
+const pathOf = (route) => route.split('?')[0];
 
 function workspaceFile(lesson, where, message) {
   const path = tryWorkspaceFile(lesson, where);
@@ -144,18 +175,27 @@ function number(text, fallback, flag, { min, max, integer = false }) {
 }
 
 /** Starts one program, checks the route, loads it, stops it. */
+/** Starts one program (the harness's launch path, as verify does), checks the route, loads it, stops it. */
 async function benchOne(target, settings, { io, style, signal }) {
-  const env = verifierEnv(target.verifier);
+  const env = lessonEnvOf(target.verifier);
   if (target.clustered && settings.workers !== undefined) env.WORKERS = String(settings.workers);
-  const port = await freePort();
   const lines = [];
-  const { ctx, ready } = bootProgram({ file: target.file, verifier: target.verifier, env, port, signal, onLine: (s, l) => lines.push(l) });
+  const launched = launch({
+    file: target.file,
+    verifier: target.verifier,
+    packages: target.packages,
+    env,
+    signal,
+    onLine: (s, l) => lines.push(l),
+    log: (message) => message.startsWith('$ ') && io.out(`${style.cyan(target.label)}: ${style.dim(message.slice(2))}\n`),
+  });
   let bombed = null;
-  const stopWatch = watchForkBomb(ctx, (count, limit) => (bombed = { count, limit }));
-  io.out(`${style.cyan(target.label)}: ${style.dim(ctx.program.commandLine())}\n`);
+  launched.forkBomb.then((failure) => (bombed = failure));
+  const { ctx } = launched;
   try {
+    let program;
     try {
-      await ready();
+      program = await launched.ready;
     } catch (err) {
       if (signal.aborted) return { aborted: true };
       if (err instanceof StepFailure) return { failure: err };
@@ -167,16 +207,15 @@ async function benchOne(target, settings, { io, style, signal }) {
         failure: new StepFailure(`GET ${settings.path} did not answer 200, so there is nothing to measure.`, {
           actual: probe.ok ? `status ${probe.status}` : probe.error,
           hint: probe.status === 404 ? `add the route, or pick one your program has with --path.` : undefined,
-          outputLines: ctx.program.lastLines(8),
+          outputLines: program.lastLines(8),
         }),
       };
     }
-    const measured = await load(port, settings, { io, style, label: target.label, signal });
-    if (bombed) return { failure: new StepFailure(`It started ${bombed.count} processes (more than ${bombed.limit}), so it was stopped.`) };
+    const measured = await load(program.port, settings, { io, style, label: target.label, signal });
+    if (bombed) return { failure: bombed };
     return { ...target, ...measured, workers: ctx.expectedWorkers, env };
   } finally {
-    stopWatch();
-    await ctx.stopProgram();
+    await launched.stop();
   }
 }
 

@@ -30,11 +30,20 @@ learners type. Ctrl-C stops it.
   --new     start a new class even if the state file holds one (the old file
             is kept beside it)
 
-Exit code: 0 stopped with Ctrl-C, 2 usage error (bad option, port in use).`;
+One state file has one classroom: a second one started on it refuses and
+names the pid and port of the one that holds it.
+
+Exit code: 0 stopped with Ctrl-C, 2 usage error (bad option, port in use,
+state file damaged or in use by another classroom).`;
+
+// Ports that fetch (and every browser) refuses to connect to: learners could
+// never reach a classroom there (the Fetch standard's "bad ports").
+const FETCH_BAD_PORTS = new Set([1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6697, 10080]);
 
 function parsePort(text) {
   if (text === undefined) return DEFAULT_PORT;
   if (!/^\d+$/.test(text) || Number(text) > 65535) throw new UsageError(`--port must be a number from 0 to 65535 (got "${text}").`);
+  if (FETCH_BAD_PORTS.has(Number(text))) throw new UsageError(`Port ${text} is one that browsers and fetch refuse to connect to: neither learners nor your dashboard could reach it. Choose another with --port (for example --port ${DEFAULT_PORT}).`);
   return Number(text);
 }
 
@@ -78,7 +87,8 @@ export async function run(values, positionals, io) {
   const lan = wildcard ? lanAddresses() : [];
   let classroom;
   try {
-    classroom = await createClassroom({ stateFile, title, fresh: Boolean(values.new) });
+    // Takes the state file's lock and reads it; nothing is written before listening.
+    classroom = await createClassroom({ stateFile, title, fresh: Boolean(values.new), warn: (w) => io.err(`warning: ${w}\n`) });
   } catch (err) {
     if (err instanceof StateFileError) throw new UsageError(err.message);
     if (['EACCES', 'EPERM', 'EROFS', 'ENOTDIR'].includes(err.code)) throw new UsageError(`Cannot write the classroom state file ${stateFile} (${err.code}). Choose a writable place with --state <file>.`);
@@ -88,7 +98,9 @@ export async function run(values, positionals, io) {
   try {
     bound = await classroom.listen(port, host);
   } catch (err) {
-    await classroom.close();
+    // A failed start changes nothing on disk: close() only lets go of the lock.
+    await classroom.close().catch(() => {});
+    if (err.stateFile) throw new UsageError(`Cannot write the classroom state file ${stateFile} (${err.code ?? err.message}). Choose a writable place with --state <file>.`);
     if (err.code === 'EADDRINUSE') throw new UsageError(`Port ${port} is already in use on ${host}. Choose another with --port (for example --port ${port + 1}), or stop what uses it.`);
     if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') throw new UsageError(`This machine has no address ${host}. Leave out --host to listen on every interface.`);
     if (err.code === 'EACCES') throw new UsageError(`Not allowed to listen on port ${port}. Choose a port above 1023 with --port.`);

@@ -13,9 +13,10 @@ import { installedPackageFolder } from '../../workspace.js';
 import { canListen, freePort } from '../../harness/ports.js';
 import { request } from '../../harness/http.js';
 import { listProcesses } from '../../harness/processes.js';
+import { isolationSupport } from '../../harness/isolation.js';
 import { colorEnabled, makeStyle } from '../style.js';
 import { EXIT } from '../errors.js';
-import { DEFAULT_PORT } from './run.js';
+import { DEFAULT_PORT } from '../../course/port.js';
 
 const CHECK_TIMEOUT_MS = 3000;
 
@@ -26,7 +27,10 @@ Checks that this machine can run the workshop, one line each, with the fix
 for anything that fails: the Node.js version, the cores available, that a
 port can be bound, that signals and the process table work, that the
 workshop's packages load, that the workspace is writable, and (optional)
-extra loopback addresses for lesson 9 and Redis for lesson 8.
+extra loopback addresses for lesson 9, Redis for lesson 8, a PID
+namespace and taskset for the containers lesson, PM2 in the workspace
+for the process-manager lesson, and nginx (with Redis and loopback
+addresses) for the beyond-one-machine lesson.
 
 Exit code: 0 when every required check passes (warnings allowed), 1 otherwise.`;
 
@@ -46,6 +50,9 @@ export const CHECKS = [
   { name: 'workspace', required: true, run: checkWorkspace },
   { name: 'loopback', required: false, run: checkLoopback },
   { name: 'redis', required: false, run: checkRedis },
+  { name: 'containers', required: false, run: checkContainers },
+  { name: 'pm2', required: false, run: checkPm2 },
+  { name: 'nginx', required: false, run: checkNginx },
 ];
 
 export async function run(values, positionals, io) {
@@ -230,5 +237,73 @@ async function checkRedis({ env }) {
     status: 'fail',
     text: `Redis does not answer at ${where} (${reply}); only ${lessonRef('redis-state')} needs it, and it is optional`,
     fix: 'start one: docker run -d -p 6379:6379 redis (or apt-get install redis-server / brew install redis), or set REDIS_URL',
+  };
+}
+
+/** The containers lesson runs the program as PID 1 of a PID namespace (unshare) on one CPU (taskset). */
+async function checkContainers({ platform }) {
+  const { pidNamespace, taskset } = isolationSupport();
+  if (pidNamespace.ok && taskset.ok) {
+    return { status: 'ok', text: `a program can run as PID 1 of its own PID namespace (unshare) on chosen CPUs (taskset), as ${lessonRef('containers')} needs` };
+  }
+  const missing = [!pidNamespace.ok && `PID 1: ${pidNamespace.reason}`, !taskset.ok && `CPU set: ${taskset.reason}`].filter(Boolean);
+  return {
+    status: 'warn',
+    text: `${lessonRef('containers')} will skip its ${missing.length === 2 ? 'PID 1 and CPU' : pidNamespace.ok ? 'CPU' : 'PID 1'} steps (${missing.join('; ')}); its Dockerfile checks still run`,
+    fix:
+      platform === 'linux'
+        ? 'install util-linux (unshare, taskset); if unshare fails, enable unprivileged user namespaces: sudo sysctl kernel.unprivileged_userns_clone=1 (Debian) or user.max_user_namespaces=15000, or on Ubuntu 24.04 kernel.apparmor_restrict_unprivileged_userns=0'
+        : 'these steps need Linux: use a Linux machine or VM (WSL 2 works)',
+  };
+}
+
+/**
+ * The process-manager lesson runs the PM2 its program finds: node_modules/pm2
+ * in the workspace or a folder above it (the workshop does not depend on PM2,
+ * which is AGPL-3.0; the learner installs it).
+ */
+async function checkPm2({ dir }) {
+  for (let d = dir; ; d = dirname(d)) {
+    const pkg = join(d, 'node_modules', 'pm2', 'package.json');
+    if (existsSync(pkg)) {
+      let version = '';
+      try {
+        version = ` ${JSON.parse(readFileSync(pkg, 'utf8')).version}`;
+      } catch {
+        version = '';
+      }
+      return { status: 'ok', text: `PM2${version} is installed (${join(d, 'node_modules', 'pm2')}), as ${lessonRef('process-manager')} needs` };
+    }
+    if (dirname(d) === d) break;
+  }
+  return {
+    status: 'fail',
+    text: `PM2 is not installed in the workspace ${dir}; only ${lessonRef('process-manager')} needs it, and it is optional`,
+    fix: `cd ${dir} && npm install pm2   (PM2 is AGPL-3.0; the workshop does not install it for you)`,
+  };
+}
+
+/**
+ * The beyond-one-machine lesson runs a real nginx (unprivileged, from a
+ * temporary folder) in front of two machines on 127.0.0.2 and 127.0.0.3,
+ * with Redis for the sessions and clients from 127.0.1.10 to 127.0.16.10
+ * (one per /24, as nginx's ip_hash tells clients apart).
+ */
+async function checkNginx({ env, platform }) {
+  const { findNginx, nginxVersion, INSTALL_NGINX } = await import('../../../verify/shared/nginx.js');
+  const { tryAddresses, clientsInOwnNetworks, macAliasCommand } = await import('../../../verify/shared/addresses.js');
+  const bin = findNginx(env);
+  const addresses = ['127.0.0.2', '127.0.0.3', ...clientsInOwnNetworks(16)];
+  const badAddress = await tryAddresses(addresses);
+  const missing = [!bin && 'nginx is not installed', badAddress && `the address ${badAddress.address} cannot be used (${badAddress.code})`].filter(Boolean);
+  if (!missing.length) return { status: 'ok', text: `${nginxVersion(bin)} (${bin}) and the loopback addresses it needs, as ${lessonRef('beyond-one-machine')} needs (with Redis)` };
+  const fixes = [
+    !bin && (platform === 'darwin' ? 'brew install nginx redis' : `${INSTALL_NGINX}; it also needs Redis (sudo apt-get install redis-server)`),
+    badAddress && (platform === 'darwin' ? macAliasCommand(addresses) : 'sudo ip addr add 127.0.0.0/8 dev lo (all of 127.0.0.0/8 on the loopback interface)'),
+  ].filter(Boolean);
+  return {
+    status: 'fail',
+    text: `${missing.join('; ')}; only ${lessonRef('beyond-one-machine')} needs it, and it is optional`,
+    fix: fixes.join('; then '),
   };
 }

@@ -31,7 +31,7 @@ export async function run(values, positionals, io) {
   const name = validateName(values.name);
   if (name.error) throw new UsageError(`--name: ${name.error}.`);
   try {
-    const { file, info, previous, already } = await joinClass({ url, code: values.code, name: name.value, dir: values.dir, env: io.env, cwd: io.cwd });
+    const { file, info, previous, already, rejoined } = await joinClass({ url, code: values.code, name: name.value, dir: values.dir, env: io.env, cwd: io.cwd });
     if (already) {
       io.out(`You are already in "${info.title}" as ${info.name}; your join is kept in ${file}. cluster-workshop leave stops reporting.\n`);
       return EXIT.ok;
@@ -40,7 +40,7 @@ export async function run(values, positionals, io) {
       const unsent = previous.info.queue.length;
       io.out(`You left "${previous.info.title ?? previous.info.url}"${unsent ? ` (${unsent} unsent result(s) discarded)` : ''}.\n`);
     }
-    io.out(`You joined "${info.title}" as ${info.name}.
+    io.out(`You joined "${info.title}" as ${info.name}${rejoined ? ' again: your earlier results are kept' : ''}.
 Every verify now reports its outcome (lesson, passed or not, failed step, duration, attempts; never your code) to ${info.url}.
 Saved in ${file}. cluster-workshop leave stops reporting.
 `);

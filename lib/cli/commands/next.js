@@ -1,7 +1,9 @@
 import { loadLessons } from '../../manifest.js';
 import { Progress, workspaceDir } from '../../progress.js';
+import { beginLesson } from '../../course/begin.js';
+import { defaultLesson, lessonAfter } from '../../course/lessons.js';
 import { colorEnabled, makeStyle } from '../style.js';
-import { begin, defaultLesson } from './start.js';
+import { showBegun } from '../begin-view.js';
 
 export const options = { dir: { type: 'string' } };
 export const usage = `Usage: cluster-workshop next [--dir <workspace>]
@@ -14,16 +16,17 @@ export function run(values, positionals, io) {
   const dir = workspaceDir(values.dir, io.env, io.cwd);
   const progress = Progress.load(dir, { create: true });
   const lessons = loadLessons();
-  const index = lessons.findIndex((l) => l.id === progress.current);
-  const style = makeStyle(colorEnabled(io.stdout, io.env));
-  if (index === -1) return begin(defaultLesson(progress), { dir, progress, io, dirFlag: values.dir });
-  if (index === lessons.length - 1) {
-    io.out(`Lesson ${index + 1} (${lessons[index].id}) is the last one: there is no next lesson.\n`);
+  const current = lessons.find((l) => l.id === progress.current);
+  const begin = (lesson) => showBegun(lesson, beginLesson(lesson, { dir, progress }), { io, dirFlag: values.dir });
+  if (!current) return begin(defaultLesson(progress, lessons));
+  const next = lessonAfter(current, lessons);
+  if (!next) {
+    io.out(`Lesson ${current.number} (${current.id}) is the last one: there is no next lesson.\n`);
     return 0;
   }
-  const current = lessons[index];
   if (!progress.isDone(current.id)) {
+    const style = makeStyle(colorEnabled(io.stdout, io.env));
     io.out(style.yellow(`Lesson ${current.number} (${current.id}) is not passed yet; it stays in your workspace to come back to.\n\n`));
   }
-  return begin(lessons[index + 1], { dir, progress, io, dirFlag: values.dir });
+  return begin(next);
 }

@@ -1,6 +1,6 @@
 // `run`: the learner's program started exactly as the verifier starts it
-// (same environment, same LearnerProgram), kept up so they can try it by
-// hand. On a terminal a live panel shows the cluster and has keys for
+// (the harness's launch path: same environment, port-race retry, readiness
+// and fork watchdog), kept up so they can try it by hand. On a terminal a live panel shows the cluster and has keys for
 // traffic and faults; otherwise the cluster's events come as plain lines.
 // Ctrl-C, SIGTERM, SIGHUP or q stop every process it started.
 import { dirname } from 'node:path';
@@ -8,13 +8,14 @@ import { lessonFrom, fileFrom } from '../lesson-arg.js';
 import { loadVerifier } from '../../manifest.js';
 import { StepFailure, formatFailure } from '../../harness/failure.js';
 import { canListen, freePort } from '../../harness/ports.js';
+import { launch, lessonEnvOf } from '../../harness/launch.js';
+import { describeExit } from '../../harness/program.js';
 import { colorEnabled, makeStyle } from '../style.js';
 import { onInterrupt } from '../interrupt.js';
 import { EXIT, UsageError } from '../errors.js';
-import { bootProgram, describeExit, verifierEnv, watchForkBomb } from '../live/boot.js';
 import { routesOf, curlLine } from '../live/routes.js';
 
-export const DEFAULT_PORT = 3000;
+import { DEFAULT_PORT } from '../../course/port.js';
 
 export const options = { port: { type: 'string', short: 'p' }, dir: { type: 'string' }, plain: { type: 'boolean' } };
 export const usage = `Usage: cluster-workshop run [lesson] [file] [--port <n>] [--plain] [--dir <workspace>]
@@ -42,12 +43,12 @@ export async function run(values, [name, file], io) {
   const path = fileFrom(lesson, file, { dir: values.dir, cwd: io.cwd });
   const wanted = parsePort(values.port);
   const verifier = await loadVerifier(lesson);
-  const env = verifierEnv(verifier);
+  const env = lessonEnvOf(verifier);
   const style = makeStyle(colorEnabled(io.stdout, io.env));
   const live = io.interactive() && !values.plain;
 
-  const port = wanted !== 0 && (await canListen(wanted)) ? wanted : await freePort();
-  if (port !== wanted && wanted !== 0) io.out(style.yellow(`Port ${wanted} is taken (another program listens on it), so PORT=${port} instead.\n`));
+  const chosenPort = wanted !== 0 && (await canListen(wanted)) ? wanted : await freePort();
+  if (chosenPort !== wanted && wanted !== 0) io.out(style.yellow(`Port ${wanted} is taken (another program listens on it), so PORT=${chosenPort} instead.\n`));
 
   let panel = null;
   let observer = null;
@@ -57,44 +58,57 @@ export async function run(values, [name, file], io) {
     early.push({ stream, line });
     io.out(`${stream === 'stderr' ? style.yellow('[your program]') : style.dim('[your program]')} ${line}\n`);
   };
-  const log = (message) => (observer ? observer.event('action', `you: ${message}`) : io.out(`${style.cyan('[run]')} ${message}\n`));
+  const log = (message) => {
+    if (observer) return observer.event('action', `you: ${message}`);
+    // The launch's start commands, as the learner would type them.
+    if (message.startsWith('$ ')) return io.out(style.dim(`$ cd ${dirname(path)} && ${message.slice(2)}\n`));
+    io.out(`${style.cyan('[run]')} ${message}\n`);
+  };
 
   const controller = new AbortController();
   let wake;
   const woken = new Promise((resolve) => (wake = resolve));
-  const { ctx, ready } = bootProgram({ file: path, verifier, env, port, onLine, log, signal: controller.signal });
-  const program = ctx.program;
+  io.out(style.bold(`Lesson ${lesson.number} "${lesson.title}": starting your program as the verifier does\n`));
   const stopRequested = (reason) => {
     controller.abort(reason);
     wake({ kind: 'stop', reason });
   };
+  // Before the launch: a Ctrl-C that lands the moment the program is spawned
+  // must stop it, not kill this process and leave the program (which has a
+  // process group of its own) running.
   const release = onInterrupt((signal) => stopRequested(signal));
-  const stopForkWatch = watchForkBomb(ctx, (count, limit) => wake({ kind: 'forkbomb', count, limit }));
+  const launched = launch({ file: path, verifier, packages: lesson.packages, env, port: chosenPort, onLine, log, signal: controller.signal });
+  const { ctx } = launched;
+  launched.forkBomb.then((failure) => wake({ kind: 'forkbomb', failure }));
   let sentByUs = null; // the last signal the learner sent to the primary from the panel
 
-  io.out(style.bold(`Lesson ${lesson.number} "${lesson.title}": starting your program as the verifier does\n`));
-  io.out(style.dim(`$ cd ${dirname(path)} && ${program.commandLine()}\n`));
   try {
+    let program;
     try {
       const interrupted = woken.then((w) => Promise.reject(w));
       interrupted.catch(() => {}); // settles after the race when the program became ready first
-      await Promise.race([ready(), interrupted]);
+      program = await Promise.race([launched.ready, interrupted]);
     } catch (err) {
-      if (err?.kind === 'forkbomb') return forkBombed(err, io, style);
+      if (err?.kind === 'forkbomb') return forkBombed(err.failure, io, style);
       if (controller.signal.aborted) {
         io.out(`Stopped (${controller.signal.reason}) before your program answered.\n`);
         return EXIT.ok;
       }
       if (err instanceof StepFailure) {
+        if (err.forkBomb) return forkBombed(err, io, style);
         err.outputLines = undefined; // already relayed above, as it happened
-        io.out(`${style.red(formatFailure(err))}\n`);
+        io.out(`${style.red(formatFailure(err, { commandLine: ctx.program?.commandLine() }))}\n`);
         return EXIT.failed;
       }
       throw err;
     }
+    // After a port race the program runs on another port than the one chosen.
+    const port = program.port;
 
-    const url = `http://127.0.0.1:${port}/`;
-    const tryLines = routesOf(lesson).map((r) => curlLine(port, r));
+    // A lesson may give the program a HOST to listen on (beyond-one-machine: 127.0.0.2).
+    const host = program.host ?? '127.0.0.1';
+    const url = `http://${host}:${port}/`;
+    const tryLines = routesOf(lesson).map((r) => curlLine(port, r, host));
     const { ClusterObserver } = await import('../live/observer.js');
     observer = new ClusterObserver(ctx, { probeEveryMs: live ? 500 : 0 });
 
@@ -133,17 +147,17 @@ export async function run(values, [name, file], io) {
     panel?.stop();
     if (live) printRecap(observer, io, style);
 
-    if (outcome.kind === 'forkbomb') return forkBombed(outcome, io, style);
+    if (outcome.kind === 'forkbomb') return forkBombed(outcome.failure, io, style);
     if (outcome.kind === 'exited') return exitedByItself(program, sentByUs, io, style);
     io.out(`Stopping your program (${outcome.reason})...\n`);
     return EXIT.ok;
   } finally {
     observer?.stop();
     panel?.stop();
-    stopForkWatch();
     release();
-    await ctx.stopProgram();
-    const left = program.processes();
+    const last = launched.program;
+    await launched.stop();
+    const left = last ? last.processes() : [];
     io.out(left.length ? style.red(`${left.length} process(es) could not be stopped: ${left.map((p) => p.pid).join(', ')}\n`) : style.dim('Stopped: no process of your program is left.\n'));
   }
 }
@@ -167,9 +181,9 @@ function exitedByItself(program, sentByUs, io, style) {
   return EXIT.failed;
 }
 
-function forkBombed({ count, limit }, io, style) {
-  io.out(style.red(`Your program started ${count} processes (more than ${limit}), so it was stopped.\n`));
-  io.out('Forking without limit usually means the code that forks also runs in the workers (no cluster.isPrimary check).\n');
+// The verifier's own words (the same watchdog and limit as verify).
+function forkBombed(failure, io, style) {
+  io.out(`${style.red(formatFailure(failure))}\n`);
   return EXIT.failed;
 }
 

@@ -1,7 +1,8 @@
 import { Progress, workspaceDir } from '../../progress.js';
+import { beginLesson } from '../../course/begin.js';
 import { lessonFrom } from '../lesson-arg.js';
 import { UsageError } from '../errors.js';
-import { begin } from './start.js';
+import { showBegun } from '../begin-view.js';
 
 export const options = { dir: { type: 'string' } };
 export const usage = `Usage: cluster-workshop select <lesson> [--dir <workspace>]
@@ -16,5 +17,6 @@ export function run(values, [name], io) {
   if (name === undefined) throw new UsageError(`Name the lesson to go to, for example: cluster-workshop select 2 (cluster-workshop list shows them).\n\n${usage}`);
   const lesson = lessonFrom(name);
   const dir = workspaceDir(values.dir, io.env, io.cwd);
-  return begin(lesson, { dir, progress: Progress.load(dir, { create: true }), io, dirFlag: values.dir });
+  const progress = Progress.load(dir, { create: true });
+  return showBegun(lesson, beginLesson(lesson, { dir, progress }), { io, dirFlag: values.dir });
 }

@@ -1,16 +1,12 @@
 import { lessonFrom, fileFrom } from '../lesson-arg.js';
-import { loadVerifier } from '../../manifest.js';
-import { runVerifier } from '../../harness/runner.js';
-import { TextReporter, SilentReporter } from '../../harness/reporter.js';
-import { Progress, workspaceDir } from '../../progress.js';
+import { verifyLesson } from '../../course/verify.js';
+import { TextReporter, SilentReporter } from '../reporter.js';
+import { workspaceDir } from '../../progress.js';
 import { colorEnabled } from '../style.js';
-import { EXIT, UsageError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { onInterrupt } from '../interrupt.js';
 import { afterPass } from '../after-pass.js';
 import { commandLine } from '../invocation.js';
-import { prepareWorkspace } from '../../workspace.js';
-import { existsSync } from 'node:fs';
-import { relative, isAbsolute } from 'node:path';
 
 export const options = { json: { type: 'boolean' }, dir: { type: 'string' }, seed: { type: 'string' } };
 export const usage = `Usage: cluster-workshop verify [lesson] [file] [--json] [--dir <workspace>] [--seed <n>]
@@ -26,48 +22,36 @@ says, then tells you which steps held.
   --seed   replay the capstone's chaos schedule: the seed its log printed
            (a whole number; without it, each run picks a new one)
 
-Exit code: 0 passed, 1 failed, 2 usage error (unknown lesson, missing file).`;
+Exit code: 0 passed, 1 failed, 2 usage error (unknown lesson, missing file),
+128+n interrupted by signal n (Ctrl-C: 130).`;
 
 export async function run(values, [name, file], io) {
   const lesson = lessonFrom(name, { dir: values.dir, env: io.env, cwd: io.cwd });
-  const path = fileFrom(lesson, file, { dir: values.dir, cwd: io.cwd });
-  const verifier = await loadVerifier(lesson);
-  const runOptions = values.seed === undefined ? {} : { seed: seedFrom(values.seed) };
-  const dir = workspaceDir(values.dir, io.env, io.cwd);
-  const progress = Progress.load(dir);
+  const path = fileFrom(lesson, file, { dir: values.dir, env: io.env, cwd: io.cwd });
+  const options = values.seed === undefined ? {} : { seed: seedFrom(values.seed) };
   const reporter = values.json
     ? new SilentReporter()
     : new TextReporter({ write: io.out, color: colorEnabled(io.stdout, io.env), live: Boolean(io.stdout?.isTTY) });
-  // A file in the workspace: re-point its links to express (npx's folder may be gone) so `node server.js` works there too.
-  const rel = relative(dir, path);
-  if (existsSync(dir) && !rel.startsWith('..') && !isAbsolute(rel)) for (const w of prepareWorkspace(dir)) io.err(`warning: ${w}\n`);
+  const showVerdict = ({ report }) => {
+    if (values.json) io.out(`${JSON.stringify(report, null, 2)}\n`);
+    else if (report.passed) io.out(afterPass(lesson, { io, dirFlag: values.dir }));
+    else if (!report.interrupted && lesson.hints.length) io.out(`Stuck? ${commandLine(io, ['hint', lesson.number], { dir: values.dir })} shows a hint about the step that failed.\n`);
+  };
 
   const controller = new AbortController();
   const release = onInterrupt((signal) => controller.abort(signal));
-  let report;
+  // Once the run is over (the program stopped), Ctrl-C ends the command at once, classroom report or not.
+  const onVerdict = (outcome) => {
+    release();
+    showVerdict(outcome);
+  };
   try {
-    report = await runVerifier({ lesson, file: path, verifier, reporter, store: progress.measurements(), signal: controller.signal, options: runOptions });
+    const dir = workspaceDir(values.dir, io.env, io.cwd);
+    const { exitCode } = await verifyLesson({ lesson, file: path, dir, reporter, signal: controller.signal, options, io, onVerdict });
+    return exitCode;
   } finally {
     release();
   }
-
-  if (!report.interrupted) {
-    progress.recordVerify(lesson.id, report);
-    progress.save();
-  }
-  for (const w of progress.warnings) io.err(`warning: ${w}\n`);
-  if (values.json) io.out(`${JSON.stringify(report, null, 2)}\n`);
-  else if (report.passed) io.out(afterPass(lesson, { io, dirFlag: values.dir }));
-  else if (!report.interrupted && lesson.hints.length) io.out(`Stuck? ${commandLine(io, ['hint', lesson.number], { dir: values.dir })} shows a hint about the step that failed.\n`);
-  // Classroom mode (after `join`): send the outcome to the instructor. Bounded
-  // to about a second, never throws, queues when unreachable, exit code unchanged.
-  if (!report.interrupted) {
-    await import('../../classroom/client.js')
-      .then((m) => m.reportVerify({ lesson: lesson.id, report, attempts: progress.lesson(lesson.id).attempts, dir: values.dir, io }))
-      .catch(() => {});
-  }
-  if (report.interrupted) return 128 + ({ SIGHUP: 1, SIGINT: 2, SIGTERM: 15 }[report.interrupted] ?? 0);
-  return report.passed ? EXIT.ok : EXIT.failed;
 }
 
 function seedFrom(text) {

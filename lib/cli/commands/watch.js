@@ -1,23 +1,40 @@
 // `watch`: verifies the lesson's file every time it is saved (as rustlings
-// does). A save during a verify cancels it (the runner takes an AbortSignal
-// and tears the program down) and starts again. Keys on a terminal: h hint,
-// r re-run (for folders where file events never arrive, such as WSL on a
-// Windows drive), n next lesson after a pass, q quit.
+// does). Each run is the verify command's (lib/course/verify.js): progress
+// recorded, the outcome reported to the classroom after `join`. A save during
+// a verify cancels it (the runner takes an AbortSignal and tears the program
+// down) and starts again. Keys on a terminal: h hint, r re-run (for folders
+// where file events never arrive, such as WSL on a Windows drive), n next
+// lesson after a pass, q quit.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, watch as watchFolder, watchFile, unwatchFile } from 'node:fs';
 import { basename, dirname, extname, relative } from 'node:path';
 import { lessonFrom, fileFrom } from '../lesson-arg.js';
-import { loadLessons, loadVerifier } from '../../manifest.js';
-import { runVerifier } from '../../harness/runner.js';
-import { TextReporter } from '../../harness/reporter.js';
-import { Progress, workspaceDir } from '../../progress.js';
+import { TextReporter } from '../reporter.js';
+import { Progress, STATE_FILE, workspaceDir } from '../../progress.js';
+import { JOIN_FILE } from '../../classroom/client.js';
+import { verifyLesson } from '../../course/verify.js';
+import { beginLesson } from '../../course/begin.js';
+import { lessonAfter } from '../../course/lessons.js';
 import { colorEnabled, makeStyle } from '../style.js';
 import { onInterrupt } from '../interrupt.js';
 import { EXIT } from '../errors.js';
+import { afterPass } from '../after-pass.js';
+import { showBegun } from '../begin-view.js';
+import { showNextHint } from '../hint-view.js';
 
 // Editors save in several writes (truncate, write, rename): wait for quiet.
 const DEBOUNCE_MS = 150;
 const WATCHED = new Set(['.js', '.cjs', '.mjs', '.json']);
+// Files every verify writes in the workspace folder (progress, and the classroom
+// join with its queue): a program saved in that folder must not re-run on them,
+// or each run would start the next.
+const WRITTEN_BY_VERIFY = new Set([STATE_FILE, JOIN_FILE]);
+
+/** Whether a change to `name` in the watched folder means the program changed (main: the program's file name). */
+export function changeRunsVerify(name, main) {
+  if (name === main) return true;
+  return WATCHED.has(extname(name)) && !WRITTEN_BY_VERIFY.has(name) && !name.startsWith('.');
+}
 
 export const options = { dir: { type: 'string' } };
 export const usage = `Usage: cluster-workshop watch [lesson] [file] [--dir <workspace>]
@@ -70,32 +87,31 @@ export async function run(values, [name, file], io) {
       io.out(style.yellow(`${path} is gone; save it again to verify.\n`));
       return;
     }
-    const verifier = await loadVerifier(lesson);
-    const progress = Progress.load(dir);
     // A cancelled step may still be finishing in the background (a throughput
     // measurement ends on its own timer): its lines must not land in the next run.
     let open = true;
     const reporter = new TextReporter({ write: (text) => open && io.out(text), color, live: Boolean(io.stdout?.isTTY) });
+    const runLesson = lesson;
+    // The same verify as the verify command: progress recorded, the classroom told, after the verdict is shown.
+    const onVerdict = ({ report }) => {
+      running = null;
+      open = false;
+      if (report.interrupted) return;
+      last = { lesson: runLesson, report };
+      if (report.passed && !explicitFile) {
+        try {
+          io.out(afterPass(runLesson, { io, dirFlag: values.dir }));
+        } catch {
+          // the comparison with the reference is a bonus here; verify shows it too
+        }
+      }
+    };
     running = new AbortController();
-    let report;
     try {
-      report = await runVerifier({ lesson, file: path, verifier, reporter, store: progress.measurements(), signal: running.signal });
+      await verifyLesson({ lesson: runLesson, file: path, dir, reporter, signal: running.signal, io, onVerdict });
     } finally {
       running = null;
       open = false;
-    }
-    if (report.interrupted) return;
-    progress.recordVerify(lesson.id, report);
-    progress.save();
-    for (const w of progress.warnings) io.err(`warning: ${w}\n`);
-    last = { lesson, report };
-    if (report.passed && !explicitFile) {
-      try {
-        const { afterPass } = await import('../after-pass.js');
-        io.out(afterPass(lesson, { io, dirFlag: values.dir }));
-      } catch {
-        // the comparison with the reference is a bonus here; verify shows it too
-      }
     }
   };
 
@@ -131,7 +147,7 @@ export async function run(values, [name, file], io) {
     let timer;
     const changed = (filename) => {
       const name = filename ? String(filename) : main;
-      if (name !== main && (!WATCHED.has(extname(name)) || name === 'progress.json' || name.startsWith('.'))) return;
+      if (!changeRunsVerify(name, main)) return;
       clearTimeout(timer);
       timer = setTimeout(() => {
         // A save that changed nothing (or a second event for one save) is not a change.
@@ -175,7 +191,7 @@ export async function run(values, [name, file], io) {
       io.out(style.dim(`n moves on once lesson ${lesson.number} passes.\n`));
       return;
     }
-    const next = loadLessons()[lesson.number];
+    const next = lessonAfter(lesson);
     if (!next) {
       io.out(style.green('That was the last lesson: the course is done.\n'));
       return;
@@ -184,8 +200,7 @@ export async function run(values, [name, file], io) {
       lesson = next;
       io.out(`Next: lesson ${next.number} (${next.id}), verifying the same file ${basename(path)}.\n`);
     } else {
-      const { begin } = await import('./start.js');
-      begin(next, { dir, progress: Progress.load(dir, { create: true }), io, dirFlag: values.dir });
+      showBegun(next, beginLesson(next, { dir, progress: Progress.load(dir, { create: true }) }), { io, dirFlag: values.dir });
       lesson = next;
       path = fileFrom(next, undefined, where);
       startWatching();
@@ -194,16 +209,19 @@ export async function run(values, [name, file], io) {
     request(`lesson ${next.number}`);
   };
 
-  const showHint = async () => {
-    const hint = await import('./hint.js');
-    await hint.run({ dir: values.dir }, [String(lesson.number)], io);
-  };
+  const showHint = () => showNextHint(lesson, Progress.load(dir), { io, dirFlag: values.dir });
 
   const keys = interactive
     ? listenForKeys((key) => {
         if (key === 'quit') return quit('quit');
         if (key === 'r') return request('re-run');
-        if (key === 'h') return showHint().catch((err) => io.err(`${err.message}\n`));
+        if (key === 'h') {
+          try {
+            return showHint();
+          } catch (err) {
+            return io.err(`${err.message}\n`);
+          }
+        }
         if (key === 'n') return nextLesson().catch((err) => io.err(`${err.message}\n`));
       })
     : null;

@@ -1,10 +1,22 @@
-// What the live view shows, gathered from the process table (never from the
-// program's log lines): the primary, its workers with uptime and the requests
-// each served to our own probes and bursts, restarts, and events (forked,
-// answering, died). Fault injection goes through the StepContext, so every
-// action is the same `kill` command the verifier would log.
+// What the live view shows, gathered from the process table and our own
+// requests (never from the program's log lines): the primary, its workers
+// with uptime and the requests each served to our probes and bursts,
+// restarts, and events (forked, listening, exited). Fault injection goes
+// through the StepContext, so every action is the same `kill` command the
+// verifier would log.
+//
+// When a worker listens: the cluster's own 'listening' event happens inside
+// the learner's primary, which runs as plain `node server.js` (no preload),
+// so it is not seen from here. Round robin gives each new connection to the
+// next listening worker, so a round of (workers + 1) fresh connections
+// reaches every worker that listens: while a worker has not answered, every
+// tick sends such a round, and a worker counts as listening from the first
+// round it answers, within one tick of its 'listening' event. A death seen
+// while a worker has not answered waits for one more round first, so the
+// events come in the order they happened: a correct rolling restart reads
+// "listening" for the replacement before "exited" for the worker it replaces.
 import { EventEmitter } from 'node:events';
-import { describeExit } from './boot.js';
+import { describeExit } from '../../harness/program.js';
 
 const POLL_MS = 250;
 const PROBE_TIMEOUT_MS = 1000;
@@ -31,6 +43,7 @@ export class ClusterObserver extends EventEmitter {
     this.probes = { sent: 0, failed: 0, lastError: null };
     this.events = [];
     this.signalled = new Map(); // pid -> { signal, at }
+    this.primarySignalled = null; // { signal, at }: the last signal sent to the primary from here
     this.timers = [];
     this.busy = new Set();
   }
@@ -65,30 +78,40 @@ export class ClusterObserver extends EventEmitter {
     this.emit('change');
   }
 
-  poll() {
-    if (this.stopped || this.program.exited) return;
-    const pids = new Set(this.program.workers());
-    for (const [pid, w] of this.workers) {
-      if (pids.has(pid)) continue;
-      this.workers.delete(pid);
-      this.deaths += 1;
-      this.event('died', `worker ${pid} died after ${formatDuration(this.now() - w.since)} ${this.causeOfDeath(pid)}`);
-    }
-    for (const pid of pids) {
-      if (this.workers.has(pid)) continue;
-      this.forks += 1;
-      this.workers.set(pid, { pid, since: this.now(), requests: 0, answering: false });
-      this.event('forked', `worker ${pid} forked${this.forks > this.expected ? ' (a replacement)' : ''}`);
+  async poll() {
+    if (this.stopped || this.program.exited || this.busy.has('poll')) return;
+    this.busy.add('poll');
+    try {
+      const pids = new Set(this.program.workers());
+      for (const pid of pids) {
+        if (this.workers.has(pid)) continue;
+        this.forks += 1;
+        this.workers.set(pid, { pid, since: this.now(), requests: 0, answering: false });
+        this.event('forked', `worker ${pid} forked${this.forks > this.expected ? ' (a replacement)' : ''}`);
+      }
+      const gone = [...this.workers.values()].filter((w) => !pids.has(w.pid));
+      if (gone.length === 0) return;
+      // A worker that listened before these exited must say so first.
+      if ([...this.workers.values()].some((w) => pids.has(w.pid) && !w.answering)) await this.probeRound();
+      for (const w of gone) {
+        this.workers.delete(w.pid);
+        this.deaths += 1;
+        this.event('died', `worker ${w.pid} exited after ${formatDuration(this.now() - w.since)}${this.causeOfDeath(w.pid)}`);
+      }
+    } finally {
+      this.busy.delete('poll');
     }
   }
 
-  // Only the primary (its parent) learns a worker's exit code; from outside
-  // we know the signal when it was ours, and otherwise say where to look.
+  // Only the primary (its parent) learns a worker's exit code and signal; from
+  // here we know only what we sent, to it or to its primary.
   causeOfDeath(pid) {
     const sent = this.signalled.get(pid);
     this.signalled.delete(pid);
-    if (sent && this.now() - sent.at < OWN_SIGNAL_WINDOW_MS) return `(${sent.signal}, sent from here)`;
-    return "(code/signal: your primary's 'exit' event)";
+    if (sent && this.now() - sent.at < OWN_SIGNAL_WINDOW_MS) return ` (${sent.signal}, sent from here)`;
+    const toPrimary = this.primarySignalled;
+    if (toPrimary && this.now() - toPrimary.at < OWN_SIGNAL_WINDOW_MS) return `, after the ${toPrimary.signal} sent to the primary`;
+    return '';
   }
 
   /** Counts one answer for the worker whose pid it carries. */
@@ -117,7 +140,7 @@ export class ClusterObserver extends EventEmitter {
     w.requests += 1;
     if (!w.answering) {
       w.answering = true;
-      this.event('listening', `worker ${w.pid} is listening (answered its first request)`);
+      this.event('listening', `worker ${w.pid} is listening (answers after ${formatDuration(this.now() - w.since)})`);
     }
     this.emit('change');
   }
@@ -131,14 +154,23 @@ export class ClusterObserver extends EventEmitter {
 
   async probeTick() {
     if (this.stopped || this.program.exited || this.busy.has('probe')) return;
+    const waiting = [...this.workers.values()].some((w) => !w.answering);
     // Without regular probes, only ask until every worker has answered once.
-    if (!this.probeEveryMs && [...this.workers.values()].every((w) => w.answering)) return;
+    if (!this.probeEveryMs && !waiting) return;
     this.busy.add('probe');
     try {
-      this.record(await this.ctx.request('/', { timeoutMs: PROBE_TIMEOUT_MS }));
+      if (waiting) await this.probeRound();
+      else this.record(await this.ctx.request('/', { timeoutMs: PROBE_TIMEOUT_MS }));
     } finally {
       this.busy.delete('probe');
     }
+  }
+
+  /** workers + 1 requests at once on fresh connections: round robin hands one to every listening worker. */
+  async probeRound() {
+    const n = Math.max(this.workers.size, this.expected) + 1;
+    const results = await Promise.all(Array.from({ length: n }, () => this.ctx.request('/', { timeoutMs: PROBE_TIMEOUT_MS })));
+    for (const r of results) this.record(r);
   }
 
   /** A burst of fresh-connection requests; reports how they spread over the workers. */
@@ -185,6 +217,7 @@ export class ClusterObserver extends EventEmitter {
   }
 
   signalPrimary(signal) {
+    this.primarySignalled = { signal, at: this.now() };
     this.ctx.signalPrimary(signal);
   }
 

@@ -117,7 +117,9 @@ export function panelLines(panel, cols, rows) {
     [`  ${'worker'.padEnd(8)} ${'uptime'.padEnd(7)} ${'requests served'.padEnd(barWidth + 7)} status`, s.dim],
   ];
   const keys = [[KEYS.map(([k, , label]) => `[${k}] ${label}`).join('  '), s.cyan]];
-  const tryRows = panel.tryLines.length ? [[`try: ${panel.tryLines[0]}`, s.dim]] : [];
+  // The lesson's own routes first (GET / is what the probes already do); two at most on a small screen.
+  const lessonRoutes = panel.tryLines.filter((l) => !/:\d+\/'?$/.test(l));
+  const tryRows = (lessonRoutes.length ? lessonRoutes : panel.tryLines).slice(0, rows >= 30 ? 4 : 2).map((l, i) => [`${i ? '     ' : 'try: '}${l}`, s.dim]);
 
   // Rows left for workers, events and output, at least one each.
   const spare = rows - head.length - keys.length - tryRows.length - 2;
@@ -133,7 +135,7 @@ export function panelLines(panel, cols, rows) {
     const filled = Math.round((w.requests / most) * barWidth);
     const bar = `${'█'.repeat(filled)}${'·'.repeat(barWidth - filled)}`;
     workerLines.push([
-      `  ${String(w.pid).padEnd(8)} ${formatDuration(now - w.since).padEnd(7)} ${bar} ${String(w.requests).padStart(5)} ${w.answering ? 'answering' : 'starting'}`,
+      `  ${String(w.pid).padEnd(8)} ${formatDuration(now - w.since).padEnd(7)} ${bar} ${String(w.requests).padStart(5)} ${w.answering ? 'listening' : 'not answering yet'}`,
       w.answering ? null : s.yellow,
     ]);
   }

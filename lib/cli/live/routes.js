@@ -1,42 +1,27 @@
-// The routes a lesson's contract names ("GET /heavy?ms=N"), read from the
-// lesson text so that a new lesson needs no change here, turned into curl
-// lines a learner can paste.
-import { existsSync, readFileSync } from 'node:fs';
-import { loadLessons } from '../../manifest.js';
+// The routes a lesson's contract names, from its manifest entry ("routes":
+// ["GET /", "GET /slow?ms=5000", "POST /config {\"greeting\":\"hello\"}"]),
+// turned into curl lines a learner can paste (URLs quoted: zsh stops at an
+// unquoted ?). Only this lesson's routes: a later lesson's starter does not
+// keep an earlier lesson's /config or /heavy.
 
-const ROUTE = /\b(GET|POST|PUT|PATCH|DELETE) (\/[^\s`"'),;]*)/g;
-
-function contractOf(lesson) {
-  if (!existsSync(lesson.paths.text)) return '';
-  const text = readFileSync(lesson.paths.text, 'utf8');
-  const m = /^## Contract\s*$([\s\S]*?)(?=^## )/m.exec(text);
-  return m ? m[1] : '';
-}
-
-/** Routes of the lesson's contract, then of the lessons before it (later contracts say "the lesson-1 routes"). */
-export function routesOf(lesson, { max = 5 } = {}) {
-  const lessons = loadLessons().slice(0, lesson.number).reverse();
-  const seen = new Map();
-  for (const l of lessons) {
-    for (const [, method, path] of contractOf(l).matchAll(ROUTE)) {
-      const clean = path.replace(/[.:]+$/, '');
-      const key = `${method} ${clean.split('?')[0]}`;
-      if (!seen.has(key)) seen.set(key, { method, path: sampleValues(clean) });
-    }
-  }
-  const routes = [...seen.values()];
+/** [{ method, path, body? }] of the lesson, GET / first; GET / alone when the entry has none. */
+export function routesOf(lesson, { max = Infinity } = {}) {
+  const routes = (lesson.routes ?? []).map(parseRoute);
   if (!routes.some((r) => r.method === 'GET' && r.path === '/')) routes.unshift({ method: 'GET', path: '/' });
   return routes.slice(0, max);
 }
 
-// "ms=N" becomes a value worth trying by hand: long enough to see the block.
-function sampleValues(path) {
-  return path.replace(/\bms=[A-Z]\b/, 'ms=2000').replace(/=[A-Z]\b/g, '=1');
+/** "POST /config {...}" -> { method: 'POST', path: '/config', body: '{...}' } */
+export function parseRoute(text) {
+  const m = /^(GET|POST|PUT|PATCH|DELETE) (\/\S*)(?: (.+))?$/.exec(text.trim());
+  if (!m) throw new Error(`Not a route: "${text}" (expected "METHOD /path [json body]")`);
+  return m[3] === undefined ? { method: m[1], path: m[2] } : { method: m[1], path: m[2], body: m[3] };
 }
 
-export function curlLine(port, { method, path }) {
-  const url = `http://127.0.0.1:${port}${path}`;
-  const quoted = /[?&]/.test(url) ? `'${url}'` : url;
-  if (method === 'GET') return `curl -s ${quoted}`;
-  return `curl -s -X ${method} -H 'content-type: application/json' -d '{}' ${quoted}`;
+/** host: where the program listens when its lesson gives it a HOST (127.0.0.1 otherwise). */
+export function curlLine(port, { method, path, body }, host = '127.0.0.1') {
+  const url = `'http://${host}:${port}${path}'`;
+  if (method === 'GET') return `curl -s ${url}`;
+  const data = body === undefined ? '' : ` -H 'content-type: application/json' -d '${body.replace(/'/g, "'\\''")}'`;
+  return `curl -s -X ${method}${data} ${url}`;
 }

@@ -1,0 +1,212 @@
+// The pure judgement functions behind the drain, restart and chaos checks
+// (verify/shared/): what they decide for given timelines, without running a
+// program. Each case is one rule of a lesson's contract.
+import { classifyKeepAlive, lingeringWorkers, DRAIN_MS, DRAIN_TOLERANCE_MS } from '../verify/shared/drain.js';
+import { acceptDips, DIP_TOLERANCE_MS } from '../verify/shared/capacity.js';
+import { scheduleFor, excusedBy, classify, SLACK_MS } from '../verify/shared/chaos.js';
+
+const ok = (conn, seq, pid, start, end, extra = {}) => ({ conn, seq, path: '/', outcome: 'ok', status: 200, pid, start, end, reused: seq > 0, keepAlive: true, bytes: 50, ...extra });
+
+describe('classifyKeepAlive (RFC 9112 9.3.1 retries; cut and unanswered requests)', () => {
+  test('a request reset before any byte on a reused connection and answered on its retry is a retry, not a failure', () => {
+    const c = classifyKeepAlive([ok(1, 0, 10, 0, 5), ok(1, 1, 11, 6, 12, { retried: true, reused: false })]);
+    expect(c.retries).toHaveLength(1);
+    expect(c.unanswered).toHaveLength(0);
+    expect(c.answered).toBe(2);
+  });
+
+  test('a response cut after it began is a failure, even after the signal', () => {
+    const cut = { conn: 1, seq: 1, path: '/', outcome: 'cut', code: 'ECONNRESET', start: 100, end: 110, reused: true, bytes: 20 };
+    const c = classifyKeepAlive([ok(1, 0, 10, 0, 5), cut], { stoppedAt: 50 });
+    expect(c.cut).toEqual([cut]);
+  });
+
+  test('a request still unanswered after its retry is a failure while the server listens', () => {
+    const lost = { conn: 2, seq: 3, path: '/', outcome: 'unanswered', code: 'EOF', start: 10, end: 20, reused: false, retried: true, bytes: 0 };
+    expect(classifyKeepAlive([lost]).unanswered).toEqual([lost]);
+  });
+
+  test('once the server has stopped, a new connection refused (or closed unanswered) is the server gone, not a failure', () => {
+    const refused = { conn: 2, seq: 3, path: '/', outcome: 'refused', code: 'ECONNREFUSED', start: 60, end: 61, reused: false, bytes: 0 };
+    const retriedAway = { conn: 3, seq: 2, path: '/', outcome: 'unanswered', code: 'EOF', start: 70, end: 72, reused: false, retried: true, bytes: 0 };
+    const c = classifyKeepAlive([refused, retriedAway], { stoppedAt: 50 });
+    expect(c.turnedAway).toBe(2);
+    expect(c.unanswered).toHaveLength(0);
+    // The same before the signal: failures.
+    expect(classifyKeepAlive([refused, retriedAway], { stoppedAt: 100 }).unanswered).toHaveLength(2);
+  });
+
+  test('a new connection that hangs with no byte once every worker stopped is turned away only where the caller says (hangsOnceStopped)', () => {
+    // Node's cluster primary strands a connection the last leaving worker sent back (process-manager's pm2 stop all).
+    const stranded = { conn: 2, seq: 4, path: '/', outcome: 'timeout', code: 'TIMEOUT', start: 60, end: 5060, reused: false, retried: true, bytes: 0 };
+    expect(classifyKeepAlive([stranded], { stoppedAt: 50 }).unanswered).toEqual([stranded]);
+    expect(classifyKeepAlive([stranded], { stoppedAt: 50, hangsOnceStopped: true }).turnedAway).toBe(1);
+    // Never on a connection the worker kept open, nor before the stop, nor once bytes came.
+    const kept = { ...stranded, reused: true, retried: false };
+    expect(classifyKeepAlive([kept], { stoppedAt: 50, hangsOnceStopped: true }).unanswered).toEqual([kept]);
+    expect(classifyKeepAlive([stranded], { stoppedAt: 100, hangsOnceStopped: true }).unanswered).toEqual([stranded]);
+  });
+
+  test("a failure on a connection whose last answer came from a worker the verifier killed is excused by the caller's rule", () => {
+    const lost = { conn: 1, seq: 1, path: '/', outcome: 'unanswered', code: 'ECONNRESET', start: 30, end: 31, reused: true, retried: true, bytes: 0 };
+    const c = classifyKeepAlive([ok(1, 0, 77, 0, 5), lost], { excuse: (r, lastPid) => lastPid === 77 });
+    expect(c.excused).toEqual([lost]);
+    expect(c.unanswered).toHaveLength(0);
+  });
+});
+
+describe('lingeringWorkers (a worker exits within 3 s of its disconnect plus its requests in flight)', () => {
+  const retired = new Map([[10, 1000]]);
+
+  test('a worker answering keep-alive clients later than disconnect + 3 s is found, with how long it stayed busy', () => {
+    const answers = [ok(1, 0, 10, 900, 950), ok(1, 1, 10, 1000 + DRAIN_MS + DRAIN_TOLERANCE_MS + 100, 1000 + DRAIN_MS + DRAIN_TOLERANCE_MS + 110)];
+    const [found] = lingeringWorkers(answers, retired);
+    expect(found.pid).toBe(10);
+    expect(found.late).toBe(1);
+    expect(found.busyMs).toBe(DRAIN_MS + DRAIN_TOLERANCE_MS + 110);
+  });
+
+  test('what its requests in flight at the disconnect still needed is added to the 3 s', () => {
+    // A 2 s request in flight at the disconnect, then answers up to 4.5 s later: within 2 s + 3 s.
+    const answers = [ok(1, 0, 10, 500, 3000), ok(1, 1, 10, 5400, 5500)];
+    expect(lingeringWorkers(answers, retired)).toEqual([]);
+  });
+
+  test('a worker that answered with Connection: close and left is not found', () => {
+    expect(lingeringWorkers([ok(1, 0, 10, 990, 1010, { keepAlive: false })], retired)).toEqual([]);
+  });
+});
+
+describe('acceptDips (at every moment at least N workers accept new connections)', () => {
+  const fresh = (pid, start, end) => ({ ok: true, status: 200, pid, start, end });
+
+  test('replacement first: the new worker accepts before the old one stops, no dip', () => {
+    const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(4, 900, 905), fresh(1, 910, 915), fresh(2, 1500, 1505), fresh(3, 1500, 1505), fresh(4, 1500, 1505)];
+    const { dips } = acceptDips({ results, old: [1, 2, 3], final: [2, 3, 4], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS });
+    expect(dips).toEqual([]);
+  });
+
+  test("retired on 'online': the old worker's last connection is long before the replacement's first, a dip of that length", () => {
+    // The load goes on meanwhile: every 100 ms, answered by 2 or 3 only.
+    const meanwhile = Array.from({ length: 10 }, (_, i) => fresh(2 + (i % 2), 200 + i * 100, 210 + i * 100));
+    const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(1, 100, 105), ...meanwhile, fresh(4, 1300, 1310), fresh(2, 1500, 1505), fresh(3, 1500, 1505)];
+    const { dips } = acceptDips({ results, old: [1, 2, 3], final: [2, 3, 4], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS });
+    expect(dips).toHaveLength(1);
+    expect(dips[0]).toMatchObject({ count: 2, from: 105, to: 1300, ms: 1195, evidence: 10 });
+    expect(dips[0].accepting.sort()).toEqual([2, 3]);
+  });
+
+  test('a gap shorter than the tolerance is measurement (the spacing of the load), not a dip', () => {
+    const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(1, 100, 105), fresh(4, 150, 160)];
+    expect(acceptDips({ results, old: [1, 2, 3], final: [2, 3, 4], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS }).dips).toEqual([]);
+  });
+
+  test('a verifier that sent nothing for a while (starved of CPU) has no evidence of a dip', () => {
+    const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(4, 3000, 3005), fresh(2, 3010, 3015), fresh(3, 3020, 3025)];
+    expect(acceptDips({ results, old: [1, 2, 3], final: [2, 3, 4], from: 0, to: 4000, n: 3, toleranceMs: DIP_TOLERANCE_MS }).dips).toEqual([]);
+  });
+
+  test('failed requests say nothing about who accepted', () => {
+    // A failure at 1000 does not show worker 1 still accepting: the dip runs from its last answer to 4's first.
+    const meanwhile = Array.from({ length: 8 }, (_, i) => fresh(2 + (i % 2), 100 + i * 100, 110 + i * 100));
+    const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), ...meanwhile, { ok: false, code: 'ECONNRESET', pid: undefined, start: 1000, end: 1001 }, fresh(4, 1500, 1505)];
+    expect(acceptDips({ results, old: [1, 2, 3], final: [2, 3, 4], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS }).dips).toEqual([
+      expect.objectContaining({ count: 2, from: 5, to: 1500 }),
+    ]);
+  });
+});
+
+describe('the chaos schedule and its excuses', () => {
+  test('a seed gives one schedule: the same events in the same order, the crash loop then the shutdown last', () => {
+    const a = scheduleFor(1234);
+    expect(scheduleFor(1234)).toEqual(a);
+    expect(a.map((e) => e.kind).slice(-2)).toEqual(['crash-loop', 'shutdown']);
+    expect(a.map((e) => e.kind).sort()).toEqual(['config', 'crash', 'crash-loop', 'hang', 'increments', 'kill', 'kill', 'rolling-restart', 'shutdown']);
+    expect(scheduleFor(1235).map((e) => e.kind)).not.toEqual(a.map((e) => e.kind));
+  });
+
+  test('only requests in flight at a kill (or during a hang) are excused; refusals and HTTP errors never are', () => {
+    const faults = [{ kind: 'kill', at: 1000 }];
+    const inFlight = { ok: false, code: 'ECONNRESET', start: 900, end: 1010 };
+    const later = { ok: false, code: 'ECONNRESET', start: 1000 + SLACK_MS + 50, end: 1400 };
+    const refused = { ok: false, code: 'ECONNREFUSED', start: 990, end: 995 };
+    const http500 = { ok: true, status: 500, start: 990, end: 995 };
+    expect(excusedBy(inFlight, faults)).toBe(faults[0]);
+    expect(excusedBy(later, faults)).toBeNull();
+    expect(excusedBy(refused, faults)).toBeNull();
+    const { excused, unexcused } = classify([inFlight, later, refused, http500], faults);
+    expect(excused).toEqual([inFlight]);
+    expect(unexcused).toEqual([later, refused, http500]);
+  });
+});
+
+describe("the fork lesson's comparison with the bottleneck figure", () => {
+  test('a ratio within what the cores allow is stated as it is', async () => {
+    const { speedupSentence } = await import('../verify/shared/speedup.js');
+    const s = speedupSentence(190, 100, { workers: 3, cores: 2 });
+    expect(s).toBe(' = 1.9x your figure from the bottleneck lesson (100/s); at most about 2x on 2 cores');
+  });
+
+  test('a ratio above it says the two figures were not measured alike, instead of standing unexplained', async () => {
+    const { speedupSentence } = await import('../verify/shared/speedup.js');
+    const s = speedupSentence(280, 100, { workers: 3, cores: 2 });
+    expect(s).toMatch(/^ = 2\.8x .*at most about 2x on 2 cores\. More than 2x means the two figures were not measured alike/);
+  });
+
+  test('without a bottleneck figure it says how to get one', async () => {
+    const { speedupSentence } = await import('../verify/shared/speedup.js');
+    expect(speedupSentence(190, undefined, { workers: 3, cores: 2 })).toMatch(/verify the bottleneck lesson to compare/);
+  });
+});
+
+describe("post a config and see it everywhere (broadcast and capstone)", () => {
+  test('only answers sent CONVERGE_MS or more after the acknowledged update are judged, and those with another config are stale', async () => {
+    const { staleAfterUpdate, CONVERGE_MS } = await import('../verify/shared/config.js');
+    const posted = { seed: 1, version: 7 };
+    const answer = (start, config, extra = {}) => ({ ok: true, status: 200, url: 'http://127.0.0.1:1/config', start, end: start + 5, json: { pid: 1, config }, ...extra });
+    const tooEarly = answer(1000 + CONVERGE_MS - 1, {});
+    const fresh = answer(1000 + CONVERGE_MS, { version: 7, seed: 1 }); // same value, keys in another order
+    const stale = answer(1000 + CONVERGE_MS + 200, {});
+    const notConfig = { ...answer(3000, {}), url: 'http://127.0.0.1:1/' };
+    const refused = { ok: false, code: 'ECONNREFUSED', url: 'http://127.0.0.1:1/config', start: 3000, end: 3001 };
+    const { checked, stale: found } = staleAfterUpdate([tooEarly, fresh, stale, notConfig, refused], posted, 1000);
+    expect(checked).toEqual([fresh, stale]);
+    expect(found).toEqual([stale]);
+  });
+});
+
+describe('the counter under chaos (capstone, shared with shared-state)', () => {
+  test('unique acknowledged values and a count grown by them, read alike everywhere, hold', async () => {
+    const { judgeIncrements, incrementsFailure } = await import('../verify/shared/counter.js');
+    // 4 sent, 3 acknowledged; the fourth, in flight to a killed worker, counted too.
+    const i = judgeIncrements({ sent: 4, before: 10, values: [11, 13, 12], finalCounts: [14, 14, 14] });
+    expect(i).toMatchObject({ acknowledged: 3, after: 14, duplicates: 0, consistent: true, lost: 0 });
+    expect(incrementsFailure(i)).toBeNull();
+  });
+
+  test('a repeated value, a lost increment, workers that disagree, a count grown by more than was sent: each named', async () => {
+    const { judgeIncrements, incrementsFailure } = await import('../verify/shared/counter.js');
+    const dup = incrementsFailure(judgeIncrements({ sent: 3, before: 0, values: [1, 1, 2], finalCounts: [3, 3, 3] }));
+    expect(dup.message).toBe('1 POST /count answers repeated a value another one had.');
+    const lost = judgeIncrements({ sent: 3, before: 0, values: [1, 2, 3], finalCounts: [2, 2, 2] });
+    expect(lost.lost).toBe(1);
+    expect(incrementsFailure(lost).message).toBe('1 acknowledged increments are missing from the count.');
+    const split = incrementsFailure(judgeIncrements({ sent: 3, before: 0, values: [1, 2, 3], finalCounts: [3, 1, 3] }));
+    expect(split.message).toBe('The workers answered different counts after the increments: 3, 1, 3.');
+    const tooMany = incrementsFailure(judgeIncrements({ sent: 2, before: 0, values: [1, 2], finalCounts: [5, 5] }));
+    expect(tooMany.message).toBe('The count grew by 5, more than the 2 increments sent.');
+    expect(tooMany.explanation).toMatch(/the shared-state lesson/);
+    // No worker answered afterwards: never a pass.
+    expect(incrementsFailure(judgeIncrements({ sent: 2, before: 0, values: [1, 2], finalCounts: [] }))).not.toBeNull();
+  });
+});
+
+describe('keep-alive clients cut off by a shutdown (graceful-shutdown and capstone)', () => {
+  test('the message names the first kind of failure; actual lists them all', async () => {
+    const { cutOnShutdownFailure, describeKeepAliveFailures, classifyKeepAlive } = await import('../verify/shared/drain.js');
+    const c = classifyKeepAlive([ok(1, 0, 10, 0, 5), { ...ok(1, 1, 10, 6, 9), outcome: 'cut', bytes: 3 }, { ...ok(2, 0, 11, 0, 9), outcome: 'unanswered', code: 'ECONNRESET' }]);
+    const f = cutOnShutdownFailure(describeKeepAliveFailures(c));
+    expect(f.message).toBe('The keep-alive clients were cut off during the shutdown, not drained: 1 response cut after it began (first: /, 3 bytes received).');
+    expect(f.actual).toMatch(/; 1 request not answered \(first: \/, unanswered, ECONNRESET\)$/);
+  });
+});

@@ -1,0 +1,641 @@
+// The capstone lesson (capstone): the whole course in one program, under continuous
+// load over fresh connections, while a schedule drawn from a seed SIGKILLs
+// workers, crashes one, hangs one, updates the config, rolls a restart, sends
+// 200 concurrent increments, starts a crash loop (POISON_FILE) and finally
+// sends SIGTERM. It passes when no request fails except those in flight to a
+// worker at the moment it was killed or hung, no increment is lost, the
+// crash loop stops within 10 s and the shutdown is clean. The chaos step
+// keeps a score card (step log, and `scorecard` on its JSON report entry).
+import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from '../lib/harness/http.js';
+import { failed } from '../lib/harness/load.js';
+import { StepFailure } from '../lib/harness/failure.js';
+import { sleepFor } from '../lib/harness/context.js';
+import { countWorkers, crashOneWorker, expectPrimaryAlive, expectSurvivedSigusr2, waitForReplacement } from './shared/workers.js';
+import { startKeepAliveInFlight } from './shared/inflight.js';
+import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
+import { expectHangUnanswered, hungNotKilledFailure } from './shared/hang.js';
+import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
+import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive, cutOnShutdownFailure } from './shared/drain.js';
+import { CONVERGE_MS, REPLACEMENT_EXPLANATION, answersConfig, show, staleAfterUpdate } from './shared/config.js';
+import { judgeIncrements, incrementsFailure } from './shared/counter.js';
+import { SURVIVOR_GRACE_MS } from './shared/shutdown.js';
+import { crashLoopAndRecovery, expectCrashLoopContained } from './shared/crash-loop.js';
+import { startKeepAliveClients } from '../lib/harness/keepalive.js';
+import {
+  causes,
+  causesText,
+  classify,
+  excusedBy,
+  freshSeed,
+  longestSilence,
+  replayCommand,
+  scheduleFor,
+  scorecardLines,
+} from './shared/chaos.js';
+
+const WORKERS = 3;
+const HEARTBEAT_TIMEOUT = 1000;
+// One path per verifier process: the file exists only during the crash-loop
+// event, and the verifier removes it whatever happens.
+const POISON_FILE = join(tmpdir(), `cluster-workshop-poison-${process.pid}-${randomBytes(4).toString('hex')}`);
+const INCREMENTS = 200;
+const REPLACE_WITHIN_MS = 3000;
+const ROLLING_WITHIN_MS = 10_000;
+// A victim must have been serving this long, so that its death never counts
+// toward the crash loop ("died within a second of starting").
+const MATURE_MS = 1100;
+// Deaths of serving workers within 10 s before the crash loop (see runChaos).
+const MATURE_DEATHS = 6;
+const SHUTDOWN_WITHIN_MS = 5000;
+const SHUTDOWN_TIMEOUT = 5000;
+const KEEP_ALIVE_CLIENTS = 4;
+const SLOW_MS = 1500;
+const LOAD_TIMEOUT_MS = 4000;
+
+const now = () => performance.now();
+
+// The chaos is its schedule (verify/shared/chaos.js: a seeded order of these
+// kinds, then SIGTERM) and this table: each event injects a fault, or starts
+// a job, and checks it with the shared module of the lesson that teaches it.
+// settle: back to WORKERS answering workers before the next event. Judged
+// after the chaos, in steps of their own: the requests (no-failed-requests),
+// the increments (no-lost-increments), the config (config-everywhere), the
+// crash loop (crash-loop-contained) and the shutdown (shutdown-clean, the
+// drain rules of shared/drain.js, as in graceful-shutdown).
+const EVENTS = {
+  // respawn: SIGKILL a serving worker, see it replaced (shared/workers.js).
+  kill: { inject: killAndSeeReplaced, settle: true },
+  // respawn: GET /crash, see its worker die (crashOneWorker) and be replaced (shared/workers.js).
+  crash: { inject: crashAndSeeReplaced, settle: true },
+  // health-check: GET /hang, see the hung worker killed (shared/hang.js) and replaced.
+  hang: { inject: hangAndSeeKilled, settle: true },
+  // broadcast: POST /config; every worker answers it from CONVERGE_MS on (shared/config.js).
+  config: { inject: postConfig, settle: false },
+  // rolling-restart: SIGUSR2, replacements held at 'online' (shared/throttle.js), no capacity dip (shared/capacity.js).
+  'rolling-restart': { inject: rollingRestart, settle: true },
+  // shared-state: INCREMENTS concurrent POST /count, judged by shared/counter.js.
+  increments: { inject: startIncrements, settle: false },
+  // crash-loop containment: POISON_FILE, a kill, the primary stops forking; SIGUSR2 recovers (shared/crash-loop.js).
+  'crash-loop': { inject: (chaos, event) => crashLoopAndRecovery(chaos, event, { poisonFile: POISON_FILE, workers: WORKERS }), settle: false },
+};
+
+export default {
+  env: { WORKERS: String(WORKERS), HEARTBEAT_TIMEOUT: String(HEARTBEAT_TIMEOUT), SHUTDOWN_TIMEOUT: String(SHUTDOWN_TIMEOUT), POISON_FILE },
+  steps: [
+    {
+      id: 'worker-count',
+      title: `the primary has exactly ${WORKERS} workers`,
+      async run(ctx) {
+        ctx.data.seed = ctx.options?.seed ?? freshSeed();
+        ctx.data.primaryPid = ctx.primaryPid;
+        ctx.log(`seed ${ctx.data.seed}: replay this run with ${replayCommand(ctx)}`);
+        await countWorkers(ctx, WORKERS, { wrongHint: 'fork Number(process.env.WORKERS) workers (the fork lesson).' });
+      },
+    },
+    {
+      id: 'routes',
+      title: 'GET /config, GET /count, GET /slow answer as in lessons 4, 5 and 7; a bad config gets 400',
+      async run(ctx) {
+        const config = await ctx.get('/config');
+        if (typeof config.json.config !== 'object' || config.json.config === null) {
+          ctx.fail('GET /config did not answer { "pid", "config" } with an object.', {
+            expected: '{ "pid": 1234, "config": {} } before any update',
+            actual: config.text,
+            reproduce: ctx.curl('/config'),
+          });
+        }
+        const count = await ctx.get('/count');
+        if (!Number.isInteger(count.json.count)) {
+          ctx.fail('GET /count did not answer { "pid", "count" } with a whole number.', {
+            expected: '{ "pid": 1234, "count": 0 }',
+            actual: count.text,
+            reproduce: ctx.curl('/count'),
+          });
+        }
+        const slow = await ctx.get('/slow?ms=200', { timeoutMs: 3000 });
+        if (slow.ms < 180) {
+          ctx.fail(`GET /slow?ms=200 answered after ${slow.ms} ms.`, {
+            expected: 'an answer after about 200 ms (a timer)',
+            actual: `${slow.ms} ms`,
+            reproduce: ctx.curl('/slow?ms=200'),
+          });
+        }
+        const bad = await ctx.request('/config', { method: 'POST', body: '[1,2]', timeoutMs: 3000 });
+        if (!bad.ok || bad.status !== 400) {
+          ctx.fail('POST /config with a JSON array did not get status 400.', {
+            expected: 'status 400: the config must be a JSON object',
+            actual: bad.ok ? `status ${bad.status}` : bad.error,
+            reproduce: `curl -s -X POST -H 'content-type: application/json' -d '[1,2]' ${ctx.curl('/config').split(' ').pop()}`,
+          });
+        }
+        ctx.log(`GET /config -> ${config.text}; GET /count -> ${count.text}; /slow ${slow.ms} ms; bad config -> 400`);
+      },
+    },
+    {
+      id: 'chaos',
+      title: 'about 15 s of chaos under load: kills, a crash, a hang, a config update, a rolling restart, increments, a crash loop, SIGTERM',
+      timeoutMs: 90_000,
+      async run(ctx) {
+        try {
+          await runChaos(ctx);
+        } catch (err) {
+          // Whatever stopped the chaos, the learner gets the score card so
+          // far and the command that replays the same schedule.
+          if (ctx.data.card) {
+            for (const line of scorecardLines(ctx.data.card)) ctx.log(line);
+            ctx.attach('scorecard', ctx.data.card);
+          }
+          if (err instanceof StepFailure) {
+            err.message = `${err.message} (seed ${ctx.data.seed})`;
+            err.explanation = [err.explanation, `Replay this exact schedule: ${replayCommand(ctx)}`].filter(Boolean).join('\n');
+          }
+          throw err;
+        } finally {
+          rmSync(POISON_FILE, { force: true });
+        }
+      },
+    },
+    {
+      id: 'no-failed-requests',
+      title: 'no request failed except those in flight to a worker when it was killed or hung',
+      async run(ctx) {
+        const { card, unexcused, timeline, t0 } = ctx.data;
+        if (unexcused.length === 0) return ctx.log(`${card.requests.succeeded} of ${card.requests.sent} answered; ${card.requests.excused} excused`);
+        const shown = unexcused.slice(0, 5).map((r) => describeFailure(r, timeline, t0));
+        ctx.fail(`${unexcused.length} of ${card.requests.sent} requests failed outside the moments a worker was killed or hung (seed ${card.seed}).`, {
+          expected: 'every request answered 200, except those in flight to a worker at the moment it died',
+          actual: `${causesText(card.requests.failedByCause)}:\n${shown.join('\n')}`,
+          explanation:
+            'Look at the event just before each failure. Refused during a rolling restart: the old workers left before the new ones listened. ' +
+            'Reset or status 500 on POST /count: a worker answered before the primary did, or lost its reply. Failures after SIGUSR2 with the crash loop: ' +
+            `the primary forked nothing. Replay the same schedule: ${replayCommand(ctx)}`,
+          showOutput: true,
+        });
+      },
+    },
+    {
+      id: 'no-lost-increments',
+      title: `${INCREMENTS} concurrent POST /count: no increment lost, none counted twice`,
+      async run(ctx) {
+        const i = ctx.data.card.increments;
+        ctx.log(`${i.acknowledged} acknowledged, count ${i.before} -> ${i.after}, ${i.duplicates} duplicate values, final counts seen ${i.finalCounts.join(', ')}`);
+        const f = incrementsFailure(i);
+        if (f) ctx.fail(`${f.message} (seed ${ctx.data.seed})`, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}` });
+      },
+    },
+    {
+      id: 'config-everywhere',
+      title: 'after POST /config, every worker (replacements included) answers the new config',
+      async run(ctx) {
+        const c = ctx.data.configCheck;
+        ctx.log(`${c.checked} GET /config answers from ${CONVERGE_MS / 1000} s after the update on; ${c.stale.length} stale; final: ${c.finalText}`);
+        if (c.stale.length === 0 && c.finalOk) return;
+        const r = c.stale[0];
+        ctx.fail(`A worker answered an old config after the update had been acknowledged (seed ${ctx.data.seed}).`, {
+          expected: `config ${JSON.stringify(c.posted)} from every worker, at the latest ${CONVERGE_MS / 1000} s after the POST`,
+          actual: r ? `pid ${r.pid} answered ${show(r.json?.config)} at t=${((r.end - ctx.data.t0) / 1000).toFixed(2)} s` : c.finalText,
+          explanation: `${REPLACEMENT_EXPLANATION} Replay the same schedule: ${replayCommand(ctx)}`,
+        });
+      },
+    },
+    {
+      id: 'crash-loop-contained',
+      title: 'with POISON_FILE present, the primary stops respawning within 10 s, and forks again after the file is gone and SIGUSR2',
+      async run(ctx) {
+        expectCrashLoopContained(ctx, ctx.data.card.crashLoop, { workers: WORKERS });
+      },
+    },
+    {
+      id: 'shutdown-clean',
+      title: `SIGTERM: the /slow request in flight completes, nothing is respawned, the primary exits 0 within ${SHUTDOWN_WITHIN_MS / 1000} s, no worker left`,
+      async run(ctx) {
+        const s = ctx.data.card.shutdown;
+        const replay = `Replay the same schedule: ${replayCommand(ctx)}`;
+        if (!s) ctx.fail('The chaos stopped before SIGTERM.');
+        if (s.slow !== 'answered 200') {
+          ctx.fail(`The GET /slow?ms=${SLOW_MS} in flight at SIGTERM did not complete (${s.slow}).`, {
+            expected: 'status 200: a worker finishes its in-flight requests before it exits',
+            actual: s.slow,
+            explanation:
+              'The verifier sent SIGTERM to the whole process group, as systemd does. Possible causes: the workers have no SIGTERM handler of their own, so the signal killed them at once (ignoring SIGINT alone is not enough); or the primary killed them (a kill on the signal, or a heartbeat check that still applies to draining workers whose heartbeats stopped), exited, or ended their connections (server.closeAllConnections()) instead of disconnecting them and letting the request finish (the graceful-shutdown lesson). ' +
+              replay,
+            hint: "in the workers, process.on('SIGTERM', () => {}) and process.on('SIGINT', () => {}); in the primary, worker.disconnect() for every worker.",
+            showOutput: true,
+          });
+        }
+        if (s.lingering.length) {
+          const f = lingeringFailure(s.lingering[0], { what: 'SIGTERM', all: s.lingering });
+          ctx.fail(f.message, { ...f, explanation: `${f.explanation} ${replay}`, showOutput: true });
+        }
+        if (s.keepAliveProblems) {
+          const f = cutOnShutdownFailure(s.keepAliveProblems);
+          ctx.fail(f.message, { ...f, explanation: `${f.explanation} ${replay}`, showOutput: true });
+        }
+        if (s.respawned.length) {
+          ctx.fail(`The primary forked ${s.respawned.join(', ')} during the shutdown.`, {
+            expected: 'no new worker after SIGTERM',
+            actual: `new workers ${s.respawned.join(', ')}`,
+            explanation: `The workers that exit while shutting down are not deaths to repair: set a flag on SIGTERM and do not fork in 'exit' once it is set. ${replay}`,
+            showOutput: true,
+          });
+        }
+        if (!s.exit || s.ms > SHUTDOWN_WITHIN_MS) {
+          ctx.fail(s.exit ? `The primary took ${(s.ms / 1000).toFixed(1)} s to exit.` : `The primary was still running ${(s.ms / 1000).toFixed(1)} s after SIGTERM.`, {
+            expected: `the primary exits within ${SHUTDOWN_WITHIN_MS / 1000} s, once its workers have exited`,
+            actual: s.exit ? `${s.ms} ms` : 'still running',
+            explanation: `Exit when the last worker has exited (count them yourself: disconnect() removes a worker from cluster.workers at once). A heartbeat timer or an open handle in a worker can keep it alive: unref() it. ${replay}`,
+            showOutput: true,
+          });
+        }
+        if (s.exit.signal || s.exit.code !== 0) {
+          ctx.fail(`The primary ended with ${s.exit.signal ?? `exit code ${s.exit.code}`} after SIGTERM.`, {
+            expected: 'exit code 0: a clean shutdown',
+            actual: s.exit.signal ? `killed by ${s.exit.signal}` : `exit code ${s.exit.code}`,
+            explanation: `Handle SIGTERM in the primary (process.on('SIGTERM', ...)) and call process.exit(0) once every worker has exited. ${replay}`,
+            showOutput: true,
+          });
+        }
+        if (s.leftover.length) {
+          ctx.fail(`Process ${s.leftover.join(', ')} was still running after the primary exited.`, {
+            expected: 'no worker left behind',
+            actual: `${s.leftover.join(', ')} alive`,
+            explanation: `The primary must wait for every worker's 'exit' before it exits. ${replay}`,
+          });
+        }
+        ctx.log(`exit code 0 after ${(s.ms / 1000).toFixed(2)} s; /slow answered 200; no respawn; nothing left`);
+      },
+    },
+  ],
+};
+
+function describeFailure(r, timeline, t0) {
+  const t = (x) => ((x - t0) / 1000).toFixed(2);
+  const before = timeline.filter((e) => e.at <= r.end).pop();
+  const what = r.ok ? `status ${r.status}` : r.abandoned ? 'no answer' : r.error;
+  return `    t=${t(r.start)}..${t(r.end)} s  ${r.method} ${r.url.replace(/^http:\/\/[^/]+/, '')}: ${what}${before ? `   (last event: ${before.kind} at t=${t(before.at)} s)` : ''}`;
+}
+
+/** A request whose start and end are known, like the load's. */
+async function timed(ctx, path, options) {
+  const start = now();
+  const r = await request(ctx.port, path, { signal: ctx.signal, ...options });
+  return { ...r, start, end: now() };
+}
+
+/**
+ * For a killed worker that was never replaced: the possible causes, the
+ * crash-loop protection among them (the victim had been serving for a while,
+ * so its death is not a start-up death).
+ */
+function matureDeathHint(victim) {
+  return {
+    explanation: `Worker ${victim} had been serving for more than a second when it was killed. If your crash-loop protection stopped respawning, it counted this death as a start-up death: count only deaths within 1 s of the worker's fork (worker.forkedAt = Date.now() at fork). Otherwise the 'exit' handler does not fork a replacement for a worker killed from outside.`,
+    hint: "in cluster.on('exit'): count the death toward the crash loop only if Date.now() - worker.forkedAt < 1000; fork a replacement otherwise.",
+  };
+}
+
+/**
+ * What runs under the whole chaos: its schedule, the load (fresh connections
+ * and keep-alive clients), a sampler of worker lifetimes, and the helpers
+ * every event uses. The events' own state (the increments in flight, the
+ * config posted, shutdownAt) is set on the returned object.
+ */
+function startChaos(ctx) {
+  const seed = ctx.data.seed;
+  // The increments are 200 requests at once, each listening for the step's end.
+  setMaxListeners(INCREMENTS + 50, ctx.signal);
+  const schedule = scheduleFor(seed);
+  const t0 = now();
+  ctx.data.t0 = t0;
+  const say = (msg) => ctx.log(`t=${((now() - t0) / 1000).toFixed(2)} s  ${msg}`);
+  const timeline = []; // { kind, at }
+  ctx.data.timeline = timeline;
+  const faults = []; // see shared/chaos.js excusedBy
+  const card = { seed, schedule: schedule.map((e) => e.kind) };
+  ctx.data.card = card;
+  say(`schedule for seed ${seed}: ${schedule.map((e) => e.kind).join(', ')}`);
+
+  // Who is a worker, since when; sampled often enough to see a worker that
+  // lives 50 ms (one that dies at start-up).
+  const firstSeen = new Map();
+  let sampling = true;
+  // And when each died: a death long after its fork (a kill, a crash, a
+  // hang, a retirement) is not a start-up death and must not count toward
+  // the crash loop.
+  const diedAt = new Map();
+  let aliveBefore = new Set();
+  const sampler = (async () => {
+    while (sampling && !ctx.signal.aborted) {
+      const current = ctx.workers();
+      for (const pid of current) if (!firstSeen.has(pid)) firstSeen.set(pid, now());
+      for (const pid of aliveBefore) if (!current.includes(pid) && !diedAt.has(pid)) diedAt.set(pid, now());
+      aliveBefore = new Set(current);
+      await sleepFor(15, ctx.signal).catch(() => {});
+    }
+  })();
+  const matureDeathsSince = (t) => [...diedAt].filter(([pid, at]) => at >= t && at - (firstSeen.get(pid) ?? at) >= 1000).length;
+
+  const loads = [
+    ctx.startLoad({ path: '/', concurrency: 3, timeoutMs: LOAD_TIMEOUT_MS }),
+    ctx.startLoad({ path: '/config', concurrency: 1, timeoutMs: LOAD_TIMEOUT_MS }),
+  ];
+  const allLoadResults = () => loads.flatMap((l) => l.results);
+  // Keep-alive clients beside the fresh connections, through the whole
+  // chaos and the shutdown (lesson graceful-shutdown's drain check).
+  const keepAlive = startKeepAliveClients(ctx.port, { connections: KEEP_ALIVE_CLIENTS, timeoutMs: LOAD_TIMEOUT_MS, endOnRefusal: () => chaos.shutdownAt !== null });
+  ctx.onTeardown(() => keepAlive.stop());
+  // When each worker first answered: a victim must have served for a while.
+  const firstAnswer = new Map();
+  const scanned = loads.map(() => 0);
+  const matureWorkers = () => {
+    loads.forEach((l, i) => {
+      for (; scanned[i] < l.results.length; scanned[i]++) {
+        const r = l.results[scanned[i]];
+        if (r.pid !== undefined && !firstAnswer.has(r.pid)) firstAnswer.set(r.pid, r.end);
+      }
+    });
+    return ctx.workers().filter((pid) => firstAnswer.has(pid) && now() - firstAnswer.get(pid) >= MATURE_MS);
+  };
+  const waitMature = async (all) => {
+    const r = await ctx.poll(
+      () => {
+        const mature = matureWorkers();
+        return (all ? mature.length === ctx.workers().length : mature.length > 0) && mature;
+      },
+      { timeoutMs: 3000, intervalMs: 25 },
+    );
+    return r.ok ? r.value : matureWorkers();
+  };
+  const pickVictim = async (event) => {
+    const candidates = await waitMature(false);
+    if (candidates.length === 0) ctx.fail('No worker answered for a whole second during the chaos.', { showOutput: true });
+    return candidates[Math.min(candidates.length - 1, Math.floor(event.pick * candidates.length))];
+  };
+  const primaryAlive = (when) => expectPrimaryAlive(ctx, when);
+  const settle = async () => {
+    const r = await ctx.waitForWorkers(WORKERS, { timeoutMs: REPLACE_WITHIN_MS });
+    primaryAlive('during the chaos');
+    if (!r.ok) {
+      ctx.fail(`The cluster did not get back to ${WORKERS} workers.`, {
+        expected: `${WORKERS} workers`,
+        actual: `${r.value.length}: ${r.value.join(', ')}`,
+        showOutput: true,
+      });
+    }
+    await ctx.waitAllAnswering({ timeoutMs: 3000 });
+  };
+
+  const stopSampler = async () => {
+    sampling = false;
+    await sampler;
+  };
+  const chaos = {
+    ctx, seed, schedule, t0, say, timeline, faults, card, firstSeen, matureDeathsSince, loads, allLoadResults, keepAlive, stopSampler,
+    pickVictim, waitMature, primaryAlive, settle, shutdownAt: null, increments: null, incrementsBefore: null, configPosted: null,
+  };
+  return chaos;
+}
+
+async function runChaos(ctx) {
+  const chaos = startChaos(ctx);
+  const { schedule, t0, say, timeline, faults, card, firstSeen, matureDeathsSince, loads, keepAlive, primaryAlive, settle } = chaos;
+
+  for (const [index, event] of schedule.entries()) {
+    if (event.kind === 'shutdown') break;
+    // Made certain, not left to the seed's timing: before the crash loop, at
+    // least MATURE_DEATHS deaths of workers that had served for a while in
+    // the last 10 s (more kills if the schedule left fewer). A primary that
+    // counts every death toward the crash loop stops respawning here, and
+    // the next kill finds no replacement; a right one replaces them all.
+    if (event.kind === 'crash-loop') {
+      // Then one kill more: its replacement is what a primary that counted
+      // these deaths would refuse.
+      for (let extra = 0, enough = false; extra <= MATURE_DEATHS && !enough; extra++) {
+        enough = matureDeathsSince(now() - 9000) >= MATURE_DEATHS;
+        primaryAlive('during the chaos');
+        ctx.log(`t=${((now() - t0) / 1000).toFixed(2)} s  extra kill (${matureDeathsSince(now() - 9000)} deaths of serving workers in the last 9 s)`);
+        timeline.push({ kind: 'kill', at: now() });
+        await EVENTS.kill.inject(chaos, { pick: (extra % MATURE_DEATHS) / MATURE_DEATHS });
+        await settle();
+      }
+    }
+    await sleepFor(event.gapMs, ctx.signal);
+    primaryAlive('during the chaos');
+    ctx.log(`t=${((now() - t0) / 1000).toFixed(2)} s  event ${index + 1}/${schedule.length}: ${event.kind}`);
+    timeline.push({ kind: event.kind, at: now() });
+    await EVENTS[event.kind].inject(chaos, event);
+    // Back to 3 answering workers before the next fault. Not after the
+    // crash loop: whether the program recovers from it is its own check.
+    if (EVENTS[event.kind].settle) await settle();
+  }
+
+  // Before the shutdown: everything acknowledged, every worker agrees.
+  const incrementResults = chaos.increments ? await chaos.increments : [];
+  const values = incrementResults.filter((r) => !failed(r) && Number.isInteger(r.json?.count)).map((r) => r.json.count);
+  const finalCounts = await answersFromAll(ctx, '/count', (r) => r.json?.count);
+  const finalConfigs = await answersFromAll(ctx, '/config', (r) => r);
+  card.increments = judgeIncrements({ sent: INCREMENTS, before: chaos.incrementsBefore, values, finalCounts });
+
+  // Shutdown: a /slow request in flight, then SIGTERM.
+  await sleepFor(schedule.at(-1).gapMs, ctx.signal);
+  timeline.push({ kind: 'shutdown', at: now() });
+  say(`GET /slow?ms=${SLOW_MS} on a keep-alive connection, then SIGTERM to the whole group`);
+  // Read by a worker before the signal, on a connection that goes on sending
+  // afterwards (lesson graceful-shutdown's in-flight request).
+  const slowConn = await startKeepAliveInFlight(ctx, `/slow?ms=${SLOW_MS}`, { timeoutMs: SLOW_MS + 6000, then: '/' });
+  ctx.onTeardown(() => slowConn.stop());
+  // Requests caught in a killed worker never answer; stop waiting for them.
+  const stuck = (p) => faults.some((f) => p.start <= f.at + 250);
+  const loadResults = (await Promise.all(loads.map((l) => l.stop({ abandon: stuck })))).flat();
+  const loadEnd = now();
+  const sigAt = now();
+  const drained = ctx.workers();
+  chaos.shutdownAt = sigAt;
+  ctx.signalGroup('SIGTERM');
+  const exit = await ctx.program.waitForExit(SHUTDOWN_WITHIN_MS + 1000);
+  const exitMs = Math.round(now() - sigAt);
+  // Right when the primary exits, its workers must be gone already (the
+  // graceful-shutdown lesson's grace for one on its way out), not some time later.
+  const leftover = exit
+    ? (await ctx.poll(() => ctx.program.processes().length === 0, { timeoutMs: SURVIVOR_GRACE_MS, intervalMs: 20 })).ok
+      ? []
+      : ctx.program.processes().map((p) => p.pid)
+    : [];
+  const slowOutcome = await slowConn.result;
+  const slowResult = { ok: slowOutcome.outcome === 'ok', status: slowOutcome.status, error: `${slowOutcome.outcome} (${slowOutcome.code ?? 'no answer'})` };
+  const keepAliveResults = [...(await keepAlive.stop()), ...(await slowConn.stop())];
+  const fault = (r) => Boolean(excusedBy({ ok: false, code: r.code, start: r.start, end: r.end }, faults));
+  const kaClasses = classifyKeepAlive(keepAliveResults, { stoppedAt: sigAt, excuse: fault });
+  const lingering = lingeringWorkers(keepAliveResults, new Map(drained.map((pid) => [pid, sigAt])));
+  card.keepAlive = { requests: keepAliveResults.length, answered: kaClasses.answered, retries: kaClasses.retries.length, excused: kaClasses.excused.length, problems: describeKeepAliveFailures(kaClasses) };
+  say(summarizeKeepAlive(keepAliveResults, kaClasses));
+  await chaos.stopSampler();
+  const respawned = [...firstSeen].filter(([, t]) => t > sigAt + 20).map(([pid]) => pid);
+  card.shutdown = {
+    exit,
+    ms: exitMs,
+    slow: slowResult.ok ? (slowResult.status === 200 ? 'answered 200' : `answered status ${slowResult.status}`) : slowResult.error,
+    respawned,
+    leftover,
+    lingering,
+    keepAliveProblems: card.keepAlive.problems,
+  };
+
+  // The score card.
+  const requests = [...loadResults, ...incrementResults];
+  const { succeeded, excused, unexcused } = classify(requests, faults);
+  card.requests = {
+    sent: requests.length,
+    succeeded: succeeded.length,
+    excused: excused.length,
+    excusedByCause: causes(excused),
+    failed: unexcused.length,
+    failedByCause: causes(unexcused),
+  };
+  card.availabilityPercent = requests.length ? Math.round((1000 * succeeded.length) / requests.length) / 10 : 0;
+  card.longestNoAnswerMs = longestSilence(loadResults, t0, loadEnd);
+  ctx.data.unexcused = unexcused.sort((a, b) => a.start - b.start);
+
+  // Config: every answer that started CONVERGE_MS after the update carries it.
+  const posted = chaos.configPosted?.body;
+  const { checked, stale } = posted ? staleAfterUpdate(loadResults, posted, chaos.configPosted.at) : { checked: [], stale: [] };
+  ctx.data.configCheck = {
+    posted,
+    checked: checked.length,
+    stale,
+    finalOk: finalConfigs.length > 0 && finalConfigs.every((r) => answersConfig(r, posted)),
+    finalText: `${finalConfigs.length} workers answered ${[...new Set(finalConfigs.map((r) => show(r.json?.config)))].join(' / ') || 'nothing'}`,
+  };
+
+  for (const line of scorecardLines(card)) ctx.log(line);
+  ctx.attach('scorecard', card);
+}
+
+async function killAndSeeReplaced(chaos, event) {
+  const { ctx, say, faults, pickVictim } = chaos;
+  const victim = await pickVictim(event);
+  say(`SIGKILL worker ${victim}`);
+  faults.push({ kind: 'kill', at: now() });
+  ctx.killWorker(victim, 'SIGKILL');
+  await waitForReplacement(ctx, WORKERS, [victim], { timeoutMs: REPLACE_WITHIN_MS, neverCame: matureDeathHint(victim) });
+}
+
+async function crashAndSeeReplaced(chaos) {
+  const { ctx, say, faults, waitMature } = chaos;
+  await waitMature(true);
+  const before = ctx.workers();
+  say('GET /crash');
+  const { result, died } = await crashOneWorker(ctx, before);
+  // Its own connection is reset by its death: that is the moment.
+  faults.push({ kind: 'crash', at: result.end });
+  await waitForReplacement(ctx, WORKERS, died, { timeoutMs: REPLACE_WITHIN_MS });
+}
+
+async function hangAndSeeKilled(chaos) {
+  const { ctx, say, faults, waitMature, primaryAlive } = chaos;
+  await waitMature(true);
+  const before = ctx.workers();
+  say('GET /hang');
+  const hangSent = now();
+  const hang = timed(ctx, '/hang', { timeoutMs: 8000 });
+  const gone = await ctx.poll(
+    () => {
+      const g = before.filter((p) => !ctx.workers().includes(p));
+      return g.length ? g : null;
+    },
+    { timeoutMs: REPLACE_WITHIN_MS, intervalMs: 10 },
+  );
+  const seenDead = now();
+  if (!gone.ok) {
+    primaryAlive('while a worker was hung');
+    const f = await hungNotKilledFailure(ctx, before, { withinMs: REPLACE_WITHIN_MS, heartbeatTimeout: HEARTBEAT_TIMEOUT });
+    ctx.fail(f.message, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}`, reproduce: ctx.curl('/hang'), showOutput: true });
+  }
+  // Its own connection is reset by its death: that is the moment.
+  const h = await Promise.race([hang, sleepFor(1000, ctx.signal).then(() => null)]);
+  expectHangUnanswered(ctx, h);
+  faults.push({ kind: 'hang', from: hangSent, at: Math.min(h?.end ?? seenDead, seenDead) });
+  say(`worker ${gone.value.join(', ')} killed ${Math.round(seenDead - hangSent)} ms after GET /hang`);
+  await waitForReplacement(ctx, WORKERS, gone.value, { timeoutMs: REPLACE_WITHIN_MS });
+}
+
+async function postConfig(chaos, event) {
+  const { ctx, say } = chaos;
+  const body = { seed: chaos.seed, version: Math.round(event.pick * 1000), updatedBy: 'cluster-workshop verify' };
+  say(`POST /config ${JSON.stringify(body)}`);
+  const r = await timed(ctx, '/config', { method: 'POST', body, timeoutMs: 3000 });
+  if (!r.ok || r.status < 200 || r.status >= 300) {
+    ctx.fail('POST /config with a JSON object was not accepted.', {
+      expected: 'status 200 (the config goes to the primary, which sends it to every worker)',
+      actual: r.ok ? `status ${r.status}: ${r.text.slice(0, 200)}` : r.error,
+      reproduce: `curl -s -X POST -H 'content-type: application/json' -d '${JSON.stringify(body)}' ${ctx.curl('/config').split(' ').pop()}`,
+      showOutput: true,
+    });
+  }
+  chaos.configPosted = { body, at: r.end };
+}
+
+async function rollingRestart(chaos) {
+  const { ctx, say, primaryAlive } = chaos;
+  const before = ctx.workers();
+  // Lesson rolling-restart's check: each replacement held right after
+  // 'online', capacity judged from when workers accepted connections.
+  const hold = holdNewWorkersAtOnline(ctx, { initial: before });
+  say('SIGUSR2 (rolling restart)');
+  const sent = now();
+  ctx.signalPrimary('SIGUSR2');
+  const r = await ctx.waitForWorkers(WORKERS, { timeoutMs: ROLLING_WITHIN_MS, accept: (pids) => pids.every((p) => !before.includes(p)) });
+  hold.stop();
+  expectSurvivedSigusr2(ctx);
+  primaryAlive('during the rolling restart');
+  if (!r.ok) {
+    const stillOld = r.value.filter((p) => before.includes(p));
+    const fresh = r.value.filter((p) => !before.includes(p));
+    if (stillOld.length && fresh.length >= WORKERS) {
+      ctx.fail(`The old workers ${stillOld.join(', ')} never exited after the rolling restart (seed ${ctx.data.seed}).`, {
+        expected: `the retired workers exit within ${ROLLING_WITHIN_MS / 1000} s: ${WORKERS} new workers and none of ${before.join(', ')}`,
+        actual: `${fresh.length} new workers (${fresh.join(', ')}), and ${stillOld.join(', ')} still running`,
+        explanation:
+          "The replacements run, but the retired workers stay alive. Something keeps a disconnected worker's event loop busy: most often the heartbeat setInterval (unref() it, or clear it when the worker is told to stop), or keep-alive clients never told to leave (Connection: close once the server no longer listens). " +
+          `Replay the same schedule: ${replayCommand(ctx)}`,
+        hint: "beat.unref() on the worker's heartbeat interval.",
+        showOutput: true,
+      });
+    }
+    ctx.fail(`The rolling restart did not replace every worker within ${ROLLING_WITHIN_MS / 1000} s.`, {
+      expected: `${WORKERS} workers, none of ${before.join(', ')}`,
+      actual: `${r.value.length}: ${r.value.join(', ')}`,
+      hint: 'for each old worker: fork, wait for the new one to listen, then disconnect the old one (the rolling-restart lesson).',
+      showOutput: true,
+    });
+  }
+  say(`rolling restart done in ${Math.round(now() - sent)} ms: ${r.value.join(', ')}`);
+  await ctx.waitAllAnswering({ timeoutMs: 3000 });
+  const { dips, timeline: accepts } = acceptDips({ results: chaos.allLoadResults(), old: before, final: r.value, from: sent, to: now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS });
+  if (dips.length) {
+    const f = capacityFailure({ dips, timeline: accepts, old: before, signalAt: sent, results: chaos.allLoadResults(), workers: WORKERS, what: 'the rolling restart', holdMs: HOLD_MS });
+    ctx.fail(f.message, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}`, showOutput: true });
+  }
+}
+
+async function startIncrements(chaos) {
+  const { ctx, say } = chaos;
+  const base = await ctx.get('/count');
+  chaos.incrementsBefore = base.json.count;
+  say(`${INCREMENTS} concurrent POST /count (count is ${base.json.count})`);
+  chaos.increments = Promise.all(Array.from({ length: INCREMENTS }, () => timed(ctx, '/count', { method: 'POST', timeoutMs: 8000 })));
+  // Not awaited: the next events happen while the increments are in flight.
+}
+
+/** One answer from each worker (fresh connections until every pid answered), mapped by pick. */
+async function answersFromAll(ctx, path, pick) {
+  const { results } = await ctx.reachWorkers(path, { count: ctx.workers().length, maxRequests: 40 });
+  const byPid = new Map();
+  for (const r of results) if (!failed(r) && r.pid !== undefined && !byPid.has(r.pid)) byPid.set(r.pid, pick(r));
+  return [...byPid.values()];
+}

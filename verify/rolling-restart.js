@@ -1,0 +1,384 @@
+// The rolling-restart lesson (rolling-restart): SIGUSR2 to the primary replaces every worker
+// while continuous fresh-connection load and keep-alive clients run: zero
+// failed requests, at every moment at least 3 workers accepting new
+// connections, a /slow?ms=1500 started before the signal completes, retired
+// workers drain their keep-alive clients, and it ends with exactly 3 new
+// workers under the same primary within 10 s. Then a second SIGUSR2 during a
+// restart must not break anything (ignored or queued).
+//
+// Capacity is judged from when each worker accepted connections (see
+// shared/capacity.js), and each replacement's start-up is slowed on purpose
+// (shared/throttle.js), so retiring an old worker before its replacement
+// listens (on 'online', or before forking it) shows as a long dip every run.
+import { countWorkers, expectPrimaryAlive } from './shared/workers.js';
+import { startInFlight } from './shared/inflight.js';
+import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
+import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
+import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive } from './shared/drain.js';
+import { startKeepAliveClients } from '../lib/harness/keepalive.js';
+import { isAlive } from '../lib/harness/processes.js';
+import { failed, summarizeFailures } from '../lib/harness/load.js';
+import { describeResult } from '../lib/harness/http.js';
+
+const WORKERS = 3;
+const SHUTDOWN_TIMEOUT = 5000;
+const SLOW = '/slow?ms=1500';
+const RESTART_LIMIT_MS = 10000;
+// A restart has ended when the worker set has not changed for this long:
+// a queued second restart starts its first fork at once, well within it.
+const SETTLED_MS = 200;
+// Keep-alive clients: connections that are almost always busy (a request of
+// KEEP_ALIVE_MS, back to back), so that a retiring worker's server.close()
+// finds them busy and cannot end them: only Connection: close does.
+const KEEP_ALIVE_CONNECTIONS = 8;
+const KEEP_ALIVE_PATH = '/slow?ms=200';
+
+const ms = (from, to) => Math.round(to - from);
+
+/**
+ * Waits until exactly n workers are alive, none of them in `old`, and the set
+ * has not changed for SETTLED_MS; bounded by `deadline` (performance.now()).
+ * Returns { ok, pids, at } (at: when that final set was first seen). Gives up
+ * at once when more than 2n workers run: a correct restart has at most the
+ * n new ones, the one being started and a few old ones still finishing
+ * requests; more means restarts or respawns pile up (and stopping here says
+ * so before the runner's fork watchdog would end the program).
+ */
+async function restartFinished(ctx, n, old, deadline) {
+  let key = '';
+  let since = performance.now();
+  for (;;) {
+    if (ctx.program.exited) return { ok: false, pids: [], at: null };
+    const pids = ctx.workers();
+    const now = performance.now();
+    const k = pids.join(',');
+    if (k !== key) {
+      key = k;
+      since = now;
+    }
+    if (pids.length > 2 * n) return { ok: false, pids, at: null, tooMany: true };
+    const done = pids.length === n && pids.every((pid) => !old.includes(pid));
+    if (done && now - since >= SETTLED_MS) return { ok: true, pids, at: since };
+    if (now > deadline) return { ok: false, pids, at: null };
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The explanation of failed requests, from their kind: it lists what causes that kind, never a kill that may not exist. */
+function failureCause(ctx, bad) {
+  if (ctx.program.exited && ctx.program.exit.signal === 'SIGUSR2') {
+    return {
+      explanation: 'The primary has no SIGUSR2 handler, and the default action of SIGUSR2 ends the process: the primary died and every worker with it.',
+      hint: "process.on('SIGUSR2', rollingRestart) in the primary.",
+    };
+  }
+  const refused = bad.filter((r) => r.code === 'ECONNREFUSED').length;
+  const reset = bad.filter((r) => r.code === 'ECONNRESET' || r.code === 'EPIPE').length;
+  const timedOut = bad.filter((r) => r.code === 'TIMEOUT').length;
+  if (refused) {
+    return {
+      explanation:
+        "Connections were refused: at that moment no worker accepted connections, and the primary closes the port when its last listening worker stops listening. Either every old worker was stopped (disconnected or killed) before a replacement listened (retiring on 'online', which comes before the replacement has loaded your code, does that when start-ups are slow), or the workers stop accepting while they still should serve (a drain library that refuses new connections at once).",
+      hint: "replace one worker at a time: fork the replacement, wait for its 'listening' event, then worker.disconnect() the old one.",
+    };
+  }
+  if (reset) {
+    return {
+      explanation:
+        'Connections were reset before an answer: the worker that held them closed them without answering. Possible causes: the worker was killed (worker.kill(), process.kill) or exited (process.exit) before its requests were done; server.closeAllConnections() ran before the time limit; or a drain destroyed connections that had just been handed to the worker and had not been read yet (a drain library that destroys every socket without a request in progress, such as http-terminator\'s terminate(), called while the primary still hands the worker connections).',
+      hint: 'retire an old worker with worker.disconnect() and let it finish; end connections only at the time limit.',
+    };
+  }
+  if (timedOut) {
+    return {
+      explanation: 'Requests got no answer at all: the worker that took them never answered (stopped, hung, or its connections were handed to a process that does not serve).',
+      hint: 'retire old workers with worker.disconnect(), after their replacement listens.',
+    };
+  }
+  return {
+    explanation: 'Requests got an answer other than 200 during the restart.',
+    hint: 'every worker, old and new, serves GET / with 200 until it has stopped accepting.',
+  };
+}
+
+/** Fails when the fresh-connection load or the keep-alive clients saw a failure. */
+function expectNoFailures(ctx, { results, keepAlive, lingering }, what) {
+  const bad = results.filter(failed);
+  const k = classifyKeepAlive(keepAlive);
+  ctx.log(`${results.length} requests over fresh connections during ${what}, ${bad.length} failed`);
+  ctx.log(summarizeKeepAlive(keepAlive, k));
+  const kaProblems = describeKeepAliveFailures(k);
+  // A worker that kept its keep-alive clients is why their requests were cut at its kill: say that first.
+  if (lingering.length && (kaProblems || bad.length)) failLingering(ctx, lingering);
+  if (bad.length) {
+    const { explanation, hint } = failureCause(ctx, bad);
+    ctx.fail(`${bad.length} of ${results.length} requests failed during ${what}.`, {
+      expected: 'every request answered with status 200 while the workers are replaced',
+      actual: `${summarizeFailures(results)}; first: ${describeResult(bad[0])}`,
+      explanation,
+      reproduce: [`while true; do ${ctx.curl('/')} || echo FAILED; done &`, `kill -USR2 ${ctx.primaryPid}`],
+      hint,
+      showOutput: true,
+    });
+  }
+  if (kaProblems) {
+    ctx.fail(`Keep-alive clients were cut off during ${what}: ${kaProblems.split(';')[0]}.`, {
+      expected: 'every request of a keep-alive client answered (one retry on a new connection allowed for a request reset before any byte on a reused one); no response cut after it began',
+      actual: kaProblems,
+      explanation:
+        'A retiring worker must end its keep-alive connections only between requests: a response cut after it began means the connection was closed (server.closeAllConnections(), a kill, process.exit) while the worker was writing it.',
+      hint: "Connection: close on every answer once the server no longer listens (if (!server.listening) res.setHeader('Connection', 'close')); server.closeAllConnections() only at the time limit.",
+      showOutput: true,
+    });
+  }
+}
+
+function failLingering(ctx, lingering) {
+  const f = lingeringFailure(lingering[0], { what: 'it stopped accepting new connections', all: lingering });
+  ctx.fail(f.message, {
+    ...f,
+    reproduce: [
+      `curl -s 'http://127.0.0.1:${ctx.port}/?[1-3000]' -w '\\n' &   # one connection, reused`,
+      `kill -USR2 ${ctx.primaryPid}`,
+    ],
+    showOutput: true,
+  });
+}
+
+/**
+ * Keep-alive clients with at least PER_WORKER connections held by each of
+ * `pids` (round robin decides where a new connection goes: more are opened
+ * until every worker has its share), so that every retiring worker has busy
+ * keep-alive connections when its server closes, every run.
+ */
+async function keepAliveOnEvery(ctx, pids) {
+  const PER_WORKER = 2;
+  const groups = [];
+  const results = () => groups.flatMap((g) => g.results);
+  const holders = () => {
+    const firstPid = new Map();
+    for (const r of results()) if (r.outcome === 'ok' && !firstPid.has(r.conn)) firstPid.set(r.conn, r.pid);
+    return [...firstPid.values()];
+  };
+  const add = async (n) => {
+    const g = startKeepAliveClients(ctx.port, { connections: n, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, firstConn: 1 + groups.reduce((sum, x) => sum + x.size, 0) });
+    g.size = n;
+    g.id = groups.length;
+    groups.push(g);
+    ctx.onTeardown(() => g.stop());
+    // Every connection of the group has been answered (and so reused) once.
+    await ctx.poll(() => new Set(g.results.filter((r) => r.outcome === 'ok').map((r) => r.conn)).size >= n, { timeoutMs: 3000 });
+  };
+  await add(KEEP_ALIVE_CONNECTIONS);
+  for (let total = KEEP_ALIVE_CONNECTIONS; total < 4 * KEEP_ALIVE_CONNECTIONS; total += 2) {
+    const held = holders();
+    if (pids.every((pid) => held.filter((p) => p === pid).length >= PER_WORKER)) break;
+    await add(2);
+  }
+  const held = holders();
+  return {
+    get results() {
+      return results();
+    },
+    count: held.length,
+    spread: pids.map((pid) => `${held.filter((p) => p === pid).length} on ${pid}`).join(', '),
+    async stop() {
+      await Promise.all(groups.map((g) => g.stop()));
+      return results();
+    },
+  };
+}
+
+/** Runs one restart under fresh and keep-alive load, with replacements slowed; returns what it saw. */
+async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) {
+  const old = ctx.workers();
+  const load = ctx.startLoad({ concurrency, timeoutMs: 5000 });
+  const clients = await keepAliveOnEvery(ctx, old);
+  const throttle = holdNewWorkersAtOnline(ctx, { initial: old });
+  const slow = slowPath ? await startInFlight(ctx, slowPath, { timeoutMs: 8000 }) : null;
+  ctx.log(`load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight` : ''}`);
+  ctx.signalPrimary('SIGUSR2');
+  const signalAt = performance.now();
+  let started = { ok: true };
+  if (second) {
+    // The second signal comes once the restart is visibly under way.
+    started = await ctx.poll(() => ctx.workers().some((pid) => !old.includes(pid)) || ctx.program.exited, { timeoutMs: 3000, intervalMs: 5 });
+    if (started.ok && !ctx.program.exited) ctx.signalPrimary('SIGUSR2');
+  }
+  const end = await restartFinished(ctx, WORKERS, old, signalAt + (second ? 2 : 1) * RESTART_LIMIT_MS);
+  const results = await load.stop();
+  throttle.stop();
+  // The keep-alive clients run until the retired workers are gone (bounded), so a worker that keeps them shows.
+  await ctx.poll(() => old.every((pid) => !isAlive(pid)) || ctx.program.exited, { timeoutMs: SHUTDOWN_TIMEOUT + 1500 });
+  const keepAlive = await clients.stop();
+  const slowResult = slow ? await slow.result : null;
+  const final = end.ok ? end.pids : ctx.workers();
+  const { dips, timeline } = acceptDips({ results, old, final, from: signalAt, to: end.at ?? performance.now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS });
+  // A retired worker stopped accepting at its last answer to a fresh connection.
+  // Known no later than this: its last answer to a fresh connection (a lower
+  // bound: the load may have missed it for a while), or, later, its first
+  // keep-alive answer that said Connection: close (a worker says so once it
+  // no longer listens).
+  const firstClose = (pid) => Math.min(...keepAlive.filter((r) => r.pid === pid && r.outcome === 'ok' && r.keepAlive === false).map((r) => r.end));
+  const retiredAt = new Map(
+    old.filter((pid) => !final.includes(pid) && timeline.has(pid)).map((pid) => [pid, Math.max(timeline.get(pid).last, Number.isFinite(firstClose(pid)) ? firstClose(pid) : -Infinity)]),
+  );
+  const lingering = lingeringWorkers(keepAlive, retiredAt);
+  return { old, signalAt, end, results, keepAlive, slowResult, dips, timeline, lingering, throttle, started, retiredAt };
+}
+
+/** Fails when fewer than WORKERS workers accepted new connections for longer than DIP_TOLERANCE_MS. */
+function expectCapacity(ctx, run, what = 'the restart') {
+  const { dips, timeline, signalAt, old, results, throttle } = run;
+  const order = [...timeline].filter(([pid]) => !old.includes(pid)).map(([pid, t]) => `${pid} from ${ms(signalAt, t.first)} ms`);
+  ctx.log(`replacements first accepted a connection: ${order.join(', ') || 'none'} after SIGUSR2 (each held ${HOLD_MS} ms on purpose right after 'online': ${[...throttle.held.values()].filter((h) => h.heldAt).length} of ${throttle.held.size})`);
+  if (!dips.length) return;
+  const f = capacityFailure({ dips, timeline, old, signalAt, results, workers: WORKERS, what, holdMs: HOLD_MS });
+  ctx.fail(f.message, { ...f, reproduce: [`kill -USR2 ${ctx.primaryPid}`, `watch -n 0.1 pgrep -P ${ctx.primaryPid}`] });
+}
+
+export default {
+  env: { WORKERS: String(WORKERS), SHUTDOWN_TIMEOUT: String(SHUTDOWN_TIMEOUT) },
+  steps: [
+    {
+      id: 'worker-count',
+      title: `the primary has exactly ${WORKERS} workers`,
+      async run(ctx) {
+        ctx.data.primaryPid = ctx.primaryPid;
+        ctx.data.old = await countWorkers(ctx, WORKERS, { wrongHint: 'fork Number(process.env.WORKERS) workers (the fork lesson).' });
+      },
+    },
+    {
+      id: 'no-failed-requests',
+      title: 'SIGUSR2 under continuous load: zero failed requests',
+      timeoutMs: RESTART_LIMIT_MS + SHUTDOWN_TIMEOUT + 10000,
+      async run(ctx) {
+        const run = await restartUnderLoad(ctx, { concurrency: 2, slowPath: SLOW });
+        Object.assign(ctx.data, { run, end: run.end, slowResult: run.slowResult, signalAt: run.signalAt });
+        if (run.end.ok) ctx.log(`restart finished ${ms(run.signalAt, run.end.at)} ms after SIGUSR2: workers ${run.end.pids.join(', ')}`);
+        expectNoFailures(ctx, run, 'the restart');
+      },
+    },
+    {
+      id: 'capacity',
+      title: `at every moment at least ${WORKERS} workers accepted new connections`,
+      async run(ctx) {
+        expectCapacity(ctx, ctx.data.run);
+        ctx.log(`never fewer than ${WORKERS} workers accepting`);
+      },
+    },
+    {
+      id: 'slow-completes',
+      title: `a ${SLOW} request started before SIGUSR2 completes with 200`,
+      async run(ctx) {
+        const r = ctx.data.slowResult;
+        if (r.ok && r.status === 200 && r.pid !== undefined) {
+          ctx.log(`${SLOW} completed with 200 from worker ${r.pid}`);
+          return;
+        }
+        ctx.fail(`The ${SLOW} request that was in flight ${r.ok ? `got status ${r.status}` : 'was dropped'} during the restart.`, {
+          expected: 'status 200: the old worker finishes its requests before it exits',
+          actual: describeResult(r),
+          explanation:
+            'An old worker must be retired gracefully: worker.disconnect() closes its server and lets the requests it has finish. worker.kill(), or a kill timer shorter than your slowest request, cuts them off.',
+          reproduce: [`${ctx.curl(SLOW)} &`, `kill -USR2 ${ctx.primaryPid}`],
+          hint: 'worker.disconnect(), then kill only after a generous limit (10 s).',
+          showOutput: true,
+        });
+      },
+    },
+    {
+      id: 'drains',
+      title: 'retired workers drain their keep-alive clients and exit',
+      async run(ctx) {
+        const { run } = ctx.data;
+        if (run.lingering.length) failLingering(ctx, run.lingering);
+        const final = run.end.ok ? run.end.pids : ctx.workers();
+        const alive = run.old.filter((pid) => !final.includes(pid) && isAlive(pid));
+        if (alive.length && run.end.ok) {
+          ctx.fail(`Retired worker ${alive.join(', ')} was still running ${SHUTDOWN_TIMEOUT / 1000 + 1.5} s after the restart ended.`, {
+            expected: 'a retired worker drains and exits within 3 s, plus what its requests in flight need',
+            actual: `${alive.join(', ')} still alive`,
+            explanation: "Something keeps the old worker alive after its server closed: an interval (a heartbeat) that is not unref()'d, an open connection to a database, or keep-alive clients never told to leave.",
+            hint: "unref() the worker's timers, and answer Connection: close once the server no longer listens.",
+            showOutput: true,
+          });
+        }
+        for (const [pid, at] of run.retiredAt) {
+          const after = run.keepAlive.filter((r) => r.pid === pid && r.outcome === 'ok' && r.end > at);
+          ctx.log(`retired worker ${pid}: stopped accepting at ${ms(run.signalAt, at)} ms; ${after.length} keep-alive answers after that${after.length ? `, the last ${ms(at, Math.max(...after.map((r) => r.end)))} ms later` : ''}`);
+        }
+        ctx.log(`every retired worker exited; none served a keep-alive client later than 3 s after it stopped accepting`);
+      },
+    },
+    {
+      id: 'ends-clean',
+      title: `it ends within ${RESTART_LIMIT_MS / 1000} s with exactly ${WORKERS} new workers and the same primary`,
+      async run(ctx) {
+        const { end, old, primaryPid } = ctx.data;
+        expectPrimaryAlive(ctx, 'during the restart');
+        if (ctx.primaryPid !== primaryPid) ctx.fail('The primary changed.', { expected: `pid ${primaryPid}`, actual: `pid ${ctx.primaryPid}` });
+        if (!end.ok) {
+          const now = end.tooMany ? end.pids : ctx.workers();
+          const stillOld = end.tooMany ? [] : now.filter((pid) => old.includes(pid));
+          const tooMany = now.length > WORKERS;
+          ctx.fail(
+            stillOld.length
+              ? `${RESTART_LIMIT_MS / 1000} s after SIGUSR2, ${stillOld.length} old worker${stillOld.length === 1 ? ' is' : 's are'} still running.`
+              : `${end.tooMany ? 'During the restart' : `${RESTART_LIMIT_MS / 1000} s after SIGUSR2`} there ${now.length === 1 ? 'is 1 worker' : `are ${now.length} workers`}, WORKERS=${WORKERS}.`,
+            {
+              expected: `exactly ${WORKERS} workers, none of the old ones (${old.join(', ')})`,
+              actual: `${now.length} workers: ${now.map((pid) => (old.includes(pid) ? `${pid} (old)` : String(pid))).join(', ') || 'none'}`,
+              explanation: stillOld.length
+                ? now.length === 0
+                  ? 'No worker is left.'
+                  : 'The replacements were forked but the old workers never retired: each must be disconnected once its replacement listens.'
+                : tooMany
+                  ? "More workers than WORKERS: the retired workers were replaced again. The 'exit' handler of the respawn lesson forks for every exit, the ones you caused on purpose too."
+                  : 'The restart did not end with a full set of new workers.',
+              reproduce: [`kill -USR2 ${primaryPid}`, `pgrep -P ${primaryPid}`],
+              hint: stillOld.length
+                ? "after the replacement's 'listening' event, call oldWorker.disconnect()."
+                : "in cluster.on('exit'), do not fork when worker.exitedAfterDisconnect is true: that worker was retired, and its replacement already runs.",
+              showOutput: true,
+            },
+          );
+        }
+        ctx.log(`primary ${primaryPid} unchanged; workers ${end.pids.join(', ')}, none of ${old.join(', ')}`);
+      },
+    },
+    {
+      id: 'second-signal',
+      title: 'a second SIGUSR2 during a restart breaks nothing (ignored or queued)',
+      timeoutMs: 2 * RESTART_LIMIT_MS + SHUTDOWN_TIMEOUT + 10000,
+      async run(ctx) {
+        const run = await restartUnderLoad(ctx, { concurrency: 2, second: true });
+        const { end, old: before, started, signalAt } = run;
+        expectPrimaryAlive(ctx, 'after a second SIGUSR2');
+        if (!started.ok) {
+          ctx.fail('SIGUSR2 started no restart this time.', {
+            expected: 'a second restart after the first has finished: new workers appear',
+            actual: `no new worker within 3 s; workers ${ctx.workers().join(', ')}`,
+            explanation: 'A flag that marks a restart as running must be cleared when it ends, or every later SIGUSR2 is ignored.',
+            hint: 'set restarting = false once the last replacement listens.',
+          });
+        }
+        expectNoFailures(ctx, run, 'a restart with a second SIGUSR2');
+        expectCapacity(ctx, run, 'a restart with a second SIGUSR2');
+        if (!end.ok) {
+          const now = end.tooMany ? end.pids : ctx.workers();
+          ctx.fail(`After a second SIGUSR2 during the restart, the workers did not settle at exactly ${WORKERS} new ones.`, {
+            expected: `exactly ${WORKERS} workers, none of ${before.join(', ')}`,
+            actual: `${now.length} workers: ${now.map((pid) => (before.includes(pid) ? `${pid} (old)` : String(pid))).join(', ')}`,
+            explanation:
+              'Two restarts ran at once: each forked replacements and retired workers from its own list, so the count went wrong. Either ignore SIGUSR2 while a restart runs, or queue it and start the next restart when this one ends. If yours already does, the second restart probably took a worker the first one had retired (it stays alive while it drains): skip workers whose exitedAfterDisconnect is true.',
+            reproduce: [`kill -USR2 ${ctx.primaryPid}; sleep 0.1; kill -USR2 ${ctx.primaryPid}`, `pgrep -P ${ctx.primaryPid}`],
+            hint: 'let restarting = false; in the SIGUSR2 handler: if (restarting) return; restarting = true; ... restarting = false at the end.',
+            showOutput: true,
+          });
+        }
+        ctx.log(`settled ${ms(signalAt, end.at)} ms after the first SIGUSR2 with workers ${end.pids.join(', ')}`);
+      },
+    },
+  ],
+};

@@ -1,0 +1,98 @@
+// How many workers accepted new connections at each moment of a restart,
+// from the answers to fresh connections (one connection per request): a
+// worker accepted a connection somewhere between the request's start and its
+// answer. Judged in the program's favour: an old worker counts as accepting
+// until the answer to the last fresh connection it took (end), a replacement
+// from the start of the first one it took (start). A gap between the two is
+// then at least that long for real.
+//
+// Old workers that are still among the final workers count to the end; a
+// replacement retired in turn (a second restart) stops at its last answer.
+//
+// A gap is evidence only if the load kept going through it: at least
+// MIN_EVIDENCE requests started inside it were answered, all by the workers
+// that accepted (round robin hands a worker that accepts one of every few
+// connections). A verifier starved of CPU sends nothing for a while, and a
+// gap in its data is no gap in the program's capacity.
+export const MIN_EVIDENCE = 6;
+
+/**
+ * @param {{ results: object[], old: number[], final: number[], from: number, to: number, n: number, toleranceMs: number }} o
+ *   results: fresh-connection outcomes { pid, start, end, ok, status }; old: the workers before the restart;
+ *   final: the workers after it; from/to: the window judged
+ * @returns {{ dips: { from: number, to: number, ms: number, count: number, accepting: number[], evidence: number }[],
+ *   timeline: Map<number, { first: number, last: number }> }}
+ */
+export function acceptDips({ results, old, final, from, to, n, toleranceMs }) {
+  const timeline = new Map();
+  for (const r of results) {
+    if (!r.ok || r.status !== 200 || r.pid === undefined) continue;
+    const t = timeline.get(r.pid) ?? { first: Infinity, last: -Infinity };
+    t.first = Math.min(t.first, r.start);
+    t.last = Math.max(t.last, r.end);
+    timeline.set(r.pid, t);
+  }
+  const intervals = [];
+  for (const pid of old) {
+    const t = timeline.get(pid);
+    intervals.push({ pid, from: -Infinity, to: final.includes(pid) ? Infinity : (t?.last ?? -Infinity) });
+  }
+  for (const [pid, t] of timeline) {
+    if (old.includes(pid)) continue;
+    intervals.push({ pid, from: t.first, to: final.includes(pid) ? Infinity : t.last });
+  }
+  // Sweep the moments where the count can change.
+  const points = [...new Set([from, to, ...intervals.flatMap((i) => [i.from, i.to]).filter((x) => x > from && x < to)])].sort((a, b) => a - b);
+  const dips = [];
+  let open = null;
+  for (let i = 0; i < points.length - 1; i++) {
+    const at = (points[i] + points[i + 1]) / 2;
+    const accepting = intervals.filter((iv) => iv.from <= at && at < iv.to).map((iv) => iv.pid);
+    if (accepting.length < n) {
+      if (open && open.count === accepting.length) open.to = points[i + 1];
+      else {
+        open = { from: points[i], to: points[i + 1], count: accepting.length, accepting };
+        dips.push(open);
+      }
+    } else open = null;
+  }
+  const answered = results.filter((r) => r.ok && r.status === 200 && r.pid !== undefined);
+  for (const d of dips) {
+    d.ms = Math.round(d.to - d.from);
+    d.evidence = answered.filter((r) => r.start >= d.from && r.start < d.to).length;
+  }
+  return { dips: dips.filter((d) => d.ms >= toleranceMs && d.evidence >= MIN_EVIDENCE), timeline };
+}
+
+// A shortfall of accepting workers longer than this is a dip. A correct
+// restart shows none in the accept timeline, or one as short as the spacing
+// of the load's requests to one worker (tens of ms; 300 ms was measured once
+// with one request at a time on a loaded machine, hence two or more at a
+// time); retiring on 'online' shows at least the hold of shared/throttle.js
+// (HOLD_MS) plus the replacement's own start-up.
+export const DIP_TOLERANCE_MS = 400;
+
+const failedResult = (r) => !r.ok || r.status !== 200;
+
+/** The failure of a dip, in the words of every lesson that restarts (rolling-restart, capstone). */
+export function capacityFailure({ dips, timeline, old, signalAt, results, workers, what = 'the restart', holdMs }) {
+  const at = (t) => `${Math.round(t - signalAt)} ms`;
+  const worst = dips.reduce((a, b) => (b.count < a.count || (b.count === a.count && b.ms > a.ms) ? b : a));
+  const stoppedBefore = old.filter((pid) => timeline.get(pid)?.last <= worst.from + 1 && timeline.get(pid)?.last > signalAt);
+  const startedAfter = [...timeline].filter(([pid, t]) => !old.includes(pid) && t.first >= worst.to - 1).map(([pid]) => pid);
+  const noneFailed = !results.some(failedResult);
+  return {
+    message: `Only ${worst.count} worker${worst.count === 1 ? '' : 's'} accepted new connections for ${worst.ms} ms during ${what}, WORKERS=${workers}.`,
+    expected: `at least ${workers} workers accepting at every moment: an old worker stops accepting only after its replacement has accepted`,
+    actual:
+      `from ${at(worst.from)} to ${at(worst.to)} after SIGUSR2 only ${worst.accepting.join(', ') || 'none'} accepted` +
+      (stoppedBefore.length ? `; old worker ${stoppedBefore.join(', ')} took its last new connection at ${at(timeline.get(stoppedBefore[0]).last)}` : '') +
+      (startedAfter.length ? `; replacement ${startedAfter[0]} took its first at ${at(timeline.get(startedAfter[0]).first)}` : '') +
+      `; ${worst.evidence} requests sent meanwhile all went to those ${worst.count}`,
+    explanation:
+      (noneFailed ? 'No request failed: the remaining workers took the connections, and at this light load they kept up. ' : '') +
+      `But for that time the cluster ran at ${worst.count}/${workers} of its capacity: under real traffic that is a latency spike at every deploy. The old worker stopped accepting before its replacement could: it was retired before the replacement listened, for example on 'online' (the new process runs, but your code has not loaded yet: 'online' comes well before 'listening'), or before the replacement was forked.` +
+      (holdMs ? ` The verifier held each replacement for ${holdMs} ms right after its 'online', as a loaded machine might, so this shows every run.` : ''),
+    hint: "fork the replacement first, wait for its 'listening' event (not 'online'), and only then worker.disconnect() the old one.",
+  };
+}

@@ -1,0 +1,154 @@
+// Crash-loop containment, the capstone's own fault (no earlier lesson
+// teaches it): while the file at POISON_FILE exists every new worker throws
+// at start-up; a kill then starts a crash loop, which the primary must stop
+// (no respawn after 5 deaths within 1 s of starting in 10 s) and leave on
+// SIGUSR2 once the file is gone, back to WORKERS new workers. The injection
+// records what it saw on chaos.card.crashLoop; expectCrashLoopContained judges it.
+import { rmSync, writeFileSync } from 'node:fs';
+import { sleepFor } from '../../lib/harness/context.js';
+import { isAlive } from '../../lib/harness/processes.js';
+import { replayCommand } from './chaos.js';
+import { expectSurvivedSigusr2 } from './workers.js';
+
+// No new worker for this long after the poisoned deaths: the primary stopped.
+export const CRASH_LOOP_QUIET_MS = 1500;
+// After the file is gone and SIGUSR2 sent: back to WORKERS new workers.
+export const RECOVERY_WITHIN_MS = 8000;
+// A worker forked while POISON_FILE exists must throw during start-up; one
+// still running this long after its fork ignores the file.
+export const POISON_SURVIVOR_MS = 6000;
+export const CRASH_LOOP_WITHIN_MS = 10_000;
+
+const now = () => performance.now();
+
+/**
+ * Creates poisonFile, SIGKILLs a serving worker (chaos.pickVictim), watches
+ * the poisoned workers until the primary has been quiet for
+ * CRASH_LOOP_QUIET_MS (or a poisoned worker outlives POISON_SURVIVOR_MS),
+ * then removes the file, sends SIGUSR2 and waits (bounded) for the restart
+ * to settle. Sets chaos.card.crashLoop.
+ */
+export async function crashLoopAndRecovery(chaos, event, { poisonFile, workers }) {
+  const { ctx, say, faults, pickVictim, primaryAlive } = chaos;
+  const victim = await pickVictim(event);
+  const before = ctx.workers();
+  writeFileSync(poisonFile, 'written by cluster-workshop verify: workers must fail to start while this file exists\n');
+  say(`created POISON_FILE ${poisonFile}; SIGKILL worker ${victim}`);
+  const trigger = now();
+  faults.push({ kind: 'kill', at: trigger });
+  ctx.killWorker(victim, 'SIGKILL');
+  const poisoned = () => [...chaos.firstSeen].filter(([pid, t]) => t >= trigger && !before.includes(pid));
+  // Quiet means no new worker AND none of the poisoned ones still alive:
+  // on a loaded machine a poisoned worker can take over a second to load
+  // its modules and reach its POISON_FILE check, and one still loading
+  // when the file is removed would start fine and end the loop by itself.
+  let lastFork = trigger;
+  let lastActivity = trigger;
+  let survivors = [];
+  for (;;) {
+    await sleepFor(25, ctx.signal);
+    const list = poisoned();
+    if (list.length) lastFork = Math.max(...list.map(([, t]) => t));
+    const alive = list.filter(([pid]) => isAlive(pid));
+    lastActivity = alive.length ? now() : Math.max(lastActivity, lastFork);
+    // A worker alive this long after its fork ignores POISON_FILE.
+    survivors = alive.filter(([, t]) => now() - t >= POISON_SURVIVOR_MS).map(([pid]) => pid);
+    if (survivors.length) break;
+    const quiet = now() - lastActivity;
+    if (list.length >= 4 && quiet >= CRASH_LOOP_QUIET_MS) break;
+    if (now() - trigger >= CRASH_LOOP_WITHIN_MS + CRASH_LOOP_QUIET_MS) break;
+    primaryAlive('during the crash loop');
+  }
+  const deaths = poisoned().filter(([pid]) => !isAlive(pid)).length;
+  const contained =
+    !survivors.length && now() - lastActivity >= CRASH_LOOP_QUIET_MS && lastFork - trigger <= CRASH_LOOP_WITHIN_MS && deaths <= 7;
+  const loop = {
+    startupDeaths: deaths,
+    contained,
+    survivors,
+    containedAfterMs: Math.round(lastFork - trigger),
+    forkedUntilEnd: now() - lastFork < CRASH_LOOP_QUIET_MS,
+  };
+  chaos.card.crashLoop = loop;
+  say(
+    survivors.length
+      ? `worker ${survivors.join(', ')} started while the file existed and is still running`
+      : `${deaths} workers forked while the file existed; ${contained ? `none after ${(loop.containedAfterMs / 1000).toFixed(1)} s` : 'still forking'}`,
+  );
+
+  rmSync(poisonFile, { force: true });
+  const beforeRecovery = ctx.workers();
+  say('removed POISON_FILE; SIGUSR2');
+  const sent = now();
+  ctx.signalPrimary('SIGUSR2');
+  const poisonedPids = new Set(poisoned().map(([pid]) => pid));
+  const back = await ctx.waitForWorkers(workers, { timeoutMs: RECOVERY_WITHIN_MS, accept: (pids) => pids.every((p) => !poisonedPids.has(p)) });
+  expectSurvivedSigusr2(ctx);
+  primaryAlive('after SIGUSR2 ended the crash loop');
+  // Judged once the restart SIGUSR2 started has settled (issue 16): in
+  // the middle of it, two old workers and one new one also make three.
+  // Settled: WORKERS workers, every one of them new (bounded by the
+  // deadline; a quiet second is no proof: a replacement may take that
+  // long to start on a loaded machine).
+  await ctx.poll(
+    () => {
+      const pids = ctx.workers();
+      return pids.length === workers && pids.every((p) => !beforeRecovery.includes(p));
+    },
+    { timeoutMs: Math.max(0, sent + RECOVERY_WITHIN_MS - now()), intervalMs: 25 },
+  );
+  const settled = ctx.workers();
+  const silent = await ctx.waitAllAnswering({ timeoutMs: 3000 });
+  loop.workersAfter = settled.length;
+  loop.oldAfter = settled.filter((p) => beforeRecovery.includes(p));
+  loop.beforeRecovery = beforeRecovery;
+  loop.recovered = back.ok && settled.length === workers && loop.oldAfter.length === 0 && silent.length === 0;
+  loop.recoveredAfterMs = Math.round(now() - sent);
+  say(`after SIGUSR2, settled: ${settled.join(', ')}`);
+}
+
+/** The crash-loop-contained step: fails on a worker that ignored the file, a loop not stopped, or no recovery. */
+export function expectCrashLoopContained(ctx, c, { workers }) {
+  if (!c) ctx.fail('The crash loop never started: the chaos stopped before it.');
+  if (c.survivors.length) {
+    ctx.fail(`Worker ${c.survivors.join(', ')} was forked while POISON_FILE existed and kept running (seed ${ctx.data.seed}).`, {
+      expected: `a worker forked while the file at POISON_FILE exists throws during start-up, within ${POISON_SURVIVOR_MS / 1000} s of its fork`,
+      actual: `${c.survivors.join(', ')} still running ${POISON_SURVIVOR_MS / 1000} s after its fork`,
+      explanation:
+        'POISON_FILE is how the verifier makes a crash loop: while the file exists, every new worker must fail to start, as a worker with a bad deploy or a missing secret would. ' +
+        `Replay the same schedule: ${replayCommand(ctx)}`,
+      reproduce: [`touch /tmp/poison && POISON_FILE=/tmp/poison ...   # then: kill -9 <a worker pid>`],
+      hint: "at the top of the worker branch: if (process.env.POISON_FILE && fs.existsSync(process.env.POISON_FILE)) throw new Error('POISON_FILE exists');",
+      showOutput: true,
+    });
+  }
+  if (!c.contained) {
+    ctx.fail(`The primary kept forking workers that die at start-up (seed ${ctx.data.seed}).`, {
+      expected: `no new worker for ${CRASH_LOOP_QUIET_MS / 1000} s within ${CRASH_LOOP_WITHIN_MS / 1000} s of the first death: stop after 5 deaths within 1 s of starting in 10 s`,
+      actual: `${c.startupDeaths} workers forked and died at start-up${c.forkedUntilEnd ? ', and it was still forking at the end' : ''}`,
+      explanation:
+        'A worker that dies at start-up will die again: respawning it at once only burns CPU and floods the logs. Count deaths that come within 1 s of the fork, in a 10 s window; at 5, log why and stop forking until SIGUSR2. ' +
+        `Replay the same schedule: ${replayCommand(ctx)}`,
+      reproduce: [`touch /tmp/poison && POISON_FILE=/tmp/poison ...   # then: kill -9 <a worker pid>`],
+      showOutput: true,
+    });
+  }
+  if (!c.recovered) {
+    const short = c.workersAfter < workers;
+    ctx.fail(
+      short
+        ? `After the file was removed and SIGUSR2 sent, the restart settled at ${c.workersAfter} workers, WORKERS=${workers} (seed ${ctx.data.seed}).`
+        : `After the file was removed and SIGUSR2 sent, ${c.oldAfter.length ? `worker ${c.oldAfter.join(', ')} from before the SIGUSR2 was never replaced` : 'not every worker answered'} (seed ${ctx.data.seed}).`,
+      {
+        expected: `within ${RECOVERY_WITHIN_MS / 1000} s of SIGUSR2, once the restart has settled: exactly ${workers} workers, none of ${(c.beforeRecovery ?? []).join(', ')}, all answering`,
+        actual: `${c.workersAfter} workers${c.oldAfter?.length ? `, ${c.oldAfter.join(', ')} from before the SIGUSR2` : ''}`,
+        explanation: short
+          ? `The crash loop left the cluster short of a worker, and SIGUSR2 did not fork it back: the rolling restart replaced the workers that were there, one for one. On SIGUSR2, leave crash-loop mode (forget the counted deaths), fork the missing workers up to WORKERS, then roll the others. Replay: ${replayCommand(ctx)}`
+          : `On SIGUSR2, fork the missing workers and roll the others as usual, each replaced once its successor listens. Replay: ${replayCommand(ctx)}`,
+        hint: 'in the SIGUSR2 handler: crashLoop = false; deaths = []; fork until the live count is WORKERS; then the rolling restart.',
+        showOutput: true,
+      },
+    );
+  }
+  ctx.log(`${c.startupDeaths} start-up deaths; stopped after ${(c.containedAfterMs / 1000).toFixed(1)} s; ${c.workersAfter} workers again ${(c.recoveredAfterMs / 1000).toFixed(1)} s after SIGUSR2`);
+}
