@@ -90,9 +90,13 @@ const waitForScreen = (pattern, timeoutMs = 20000) => untilText(screenSoFar, pat
       // The second SIGUSR2 while the first restart runs (its old workers drain for 3 s).
       await until(() => workerPidsOf(primary).length > 3, 'the first restart forked its workers');
       tmux('send-keys', '-t', SESSION, 'u');
-      await until(() => workerPidsOf(primary).length === 9, 'three sets of workers side by side');
+      await until(() => workerPidsOf(primary).length === 9, () => `three sets of workers side by side (now ${workerPidsOf(primary).length}), the panel showing:\n${screenSoFar()}`);
       // Both restarts end with the last set alone.
-      await until(() => workerPidsOf(primary).length === 3, 'the restarts settled at 3 workers', 30000);
+      await until(
+        () => workerPidsOf(primary).length === 3,
+        () => `the restarts settled at 3 workers (now ${workerPidsOf(primary).length}; peak ${peak}), the panel showing:\n${screenSoFar()}`,
+        30000,
+      );
     } finally {
       clearInterval(sampler);
     }
