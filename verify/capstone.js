@@ -413,12 +413,16 @@ async function runChaos(ctx) {
     // counts every death toward the crash loop stops respawning here, and
     // the next kill finds no replacement; a right one replaces them all.
     if (event.kind === 'crash-loop') {
-      // Then one kill more: its replacement is what a primary that counted
-      // these deaths would refuse.
+      // Counted from the last SIGUSR2 on: a primary may start its crash-loop
+      // count afresh on a restart (the lesson's way out of a crash loop), and
+      // deaths it has forgotten prove nothing. Then one kill more: its
+      // replacement is what a primary that counted these deaths would refuse.
+      const restartAt = timeline.filter((e) => e.kind === 'rolling-restart').at(-1)?.at ?? -Infinity;
+      const since = () => Math.max(now() - 9000, restartAt);
       for (let extra = 0, enough = false; extra <= MATURE_DEATHS && !enough; extra++) {
-        enough = matureDeathsSince(now() - 9000) >= MATURE_DEATHS;
+        enough = matureDeathsSince(since()) >= MATURE_DEATHS;
         primaryAlive('during the chaos');
-        ctx.log(`t=${((now() - t0) / 1000).toFixed(2)} s  extra kill (${matureDeathsSince(now() - 9000)} deaths of serving workers in the last 9 s)`);
+        ctx.log(`t=${((now() - t0) / 1000).toFixed(2)} s  extra kill (${matureDeathsSince(since())} deaths of serving workers in the last 9 s${restartAt > now() - 9000 ? ', since the SIGUSR2' : ''})`);
         timeline.push({ kind: 'kill', at: now() });
         await EVENTS.kill.inject(chaos, { pick: (extra % MATURE_DEATHS) / MATURE_DEATHS });
         await settle();
