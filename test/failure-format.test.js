@@ -39,3 +39,12 @@ test('a real failure: its commands have no unquoted ? (the glob zsh refuses)', a
   const unquoted = cmds.map((cmd) => cmd.replace(/'[^']*'|"[^"]*"/g, ''));
   expect(unquoted.filter((c) => /[?*]/.test(c))).toEqual([]);
 });
+
+test('a real failure of a lesson that quotes its own curl line: still one pair of quotes, no unquoted ?', async () => {
+  const { failedStep, log } = await verifyFile('graceful-shutdown', join(FIXTURES_DIR, 'graceful-shutdown', 'no-handler.js'));
+  expect({ step: failedStep?.id, log: log.slice(-400) }).toMatchObject({ step: 'sigterm-in-flight' });
+  const cmds = reproduceOf(failedStep.detail);
+  expect(cmds.join('\n')).toMatch(/curl -s 'http:\/\/127\.0\.0\.1:\d+\/slow\?ms=1000' &/);
+  const unquoted = cmds.map((cmd) => cmd.replace(/'[^']*'|"[^"]*"/g, ''));
+  expect(unquoted.filter((c) => /[?*]/.test(c))).toEqual([]);
+});

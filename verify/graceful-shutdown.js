@@ -7,6 +7,8 @@
 // keep-alive clients are drained (no response cut, none unanswered after a
 // retry, no worker serving them 3 s after the signal plus what its requests
 // in flight needed), and the primary exits 0 within 5 s, after its workers.
+// The killed-worker round is run 5 more times on fresh starts: its outcome
+// may depend on an order the verifier cannot choose (docs/races.md).
 // A last round: a request that outlives SHUTDOWN_TIMEOUT is in flight at
 // SIGTERM; its worker is gone within the limit and the primary exits 0.
 import { countWorkers } from './shared/workers.js';
@@ -65,10 +67,10 @@ const ROUNDS = {
   'killed-worker': {
     signal: 'SIGTERM',
     what: 'SIGTERM to the primary as a worker is killed',
-    // Made certain, not hoped for: the primary is paused (SIGSTOP) while the
-    // worker dies, so that when it resumes it finds SIGTERM pending (Linux
-    // delivers it before SIGCHLD) and starts its drain before it has noticed
-    // the death: it disconnects a worker whose channel is already closed.
+    // The primary is paused (SIGSTOP) while the worker dies, so that when it
+    // resumes it finds both SIGTERM and SIGCHLD pending, having read neither:
+    // which it handles first is up to its threads (docs/races.md), so the
+    // killed-worker-again step runs this again on fresh starts.
     send: async (ctx, victim) => {
       ctx.log(`kill -TERM ${ctx.primaryPid}; kill -KILL ${victim}   (the primary and a worker, at once)`);
       ctx.program.signalPrimary('SIGSTOP');
@@ -149,6 +151,9 @@ function inFlightStep(key) {
         // works, so what differs is that the signal reached the workers too.
         explanation = `${round.reach}, the workers too, not only to the primary. A worker with no handler of its own for ${round.signal} dies at once, before the primary can drain it${key === 'sigint' ? ' (so does one whose handler was installed with process.once: the second Ctrl-C finds none)' : ''}.`;
         hint = `in the workers, process.on('${round.signal}', () => {}) (on, not once; and SIGTERM as well as SIGINT): the primary decides when a worker stops (worker.disconnect()).`;
+      } else if (exit && !exit.signal && exit.code !== 0 && unhandledWorkerError(ctx)) {
+        explanation = `The primary crashed (exit code ${exit.code}) on an 'error' event of a worker that nobody listened for (its output below): disconnecting or messaging a worker that has just died emits 'error' (EPIPE, channel closed) on it. A worker whose primary is gone before it was told to disconnect exits at once, dropping its requests.`;
+        hint = "worker.on('error', (err) => console.error(err.message)) on every worker you fork.";
       } else if (quickExit && leftWorkers) {
         explanation = `The primary ${describeExit(exit)} right after the signal, without waiting for its workers: killing the workers (worker.kill(), process.kill) or exiting the primary ends their requests mid-way.`;
         hint = "call worker.disconnect() (not kill) on every worker and exit the primary only in the 'exit' handler of the last one.";
@@ -164,7 +169,7 @@ function inFlightStep(key) {
         expected: 'status 200 with {"pid":...}: the request finishes, then the worker stops',
         actual: `${r.outcome === 'ok' ? `status ${r.status}` : `${r.outcome} (${r.code ?? 'no answer'})`}; the primary ${describeExit(exit)}`,
         explanation,
-        reproduce: [`${ctx.curl(SLOW).replace(/(http:\S+)/, "'$1'")} &`, round.kill(ctx, state.victim)],
+        reproduce: [`${ctx.curl(SLOW)} &`, round.kill(ctx, state.victim)],
         hint,
         showOutput: true,
       });
@@ -272,72 +277,113 @@ function exitsStep(key) {
     title: `the primary exits with code 0 within ${EXIT_DEADLINE_MS / 1000} s, after its workers, leaving nothing`,
     async run(ctx) {
       const { watch, victim, stillListening } = ctx.data[key];
-      const atExit = await exitWithinDeadline(watch);
-      if (!atExit) {
-        const workers = ctx.workers();
-        if (stillListening && workers.length) {
-          ctx.fail(`The primary was still running ${EXIT_DEADLINE_MS / 1000} s after ${round.what}, and worker ${stillListening.pid} still took new connections ${(stillListening.ms / 1000).toFixed(1)} s after it.`, {
-            expected: 'every worker stops accepting connections at once (worker.disconnect()), finishes its requests and exits; then the primary exits',
-            actual: `the primary and ${workers.length} workers (${workers.join(', ')}) still running; a new connection answered by ${stillListening.pid}`,
-            explanation:
-              "The workers still take new connections: nothing has closed their server yet. worker.kill() and worker.process.kill() only send a signal (SIGTERM by default), and what a worker does with it is up to its own handler: the contract asks workers to ignore it, and a library may wait before it closes anything. worker.disconnect() from the primary closes a worker's server at once and lets it drain.",
-            reproduce: [round.kill(ctx, victim), ctx.curl('/') + '   # still answered'],
-            hint: 'call worker.disconnect() on every worker in the shutdown; kill only at the time limit, with SIGKILL.',
-            showOutput: true,
-          });
-        }
-        ctx.fail(`The primary was still running ${EXIT_DEADLINE_MS / 1000} s after ${round.what}.`, {
-          expected: `the primary exits once its workers have finished (about 1 s here: the ${SLOW} request)`,
-          actual: workers.length ? `the primary and ${workers.length} workers (${workers.join(', ')}) still running` : 'all workers are gone, but the primary still runs',
-          explanation: workers.length
-            ? 'Workers that are told to disconnect close their server and exit once their connections have ended. These did not: were they told (worker.disconnect() for each)? A timer or interval in the worker that is not unref()\'d also keeps it alive.'
-            : victim !== undefined
-              ? "The worker killed during the shutdown never reached your count of live workers' end: count exits, not disconnects, and remove every worker in cluster.on('exit')."
-              : "Nothing ends the primary when its last worker exits: a timer or another handle keeps it alive. Call process.exit(0) in the 'exit' handler once no worker is left.",
-          reproduce: [round.kill(ctx, victim), `pgrep -g ${ctx.primaryPid}   # processes of the group`],
-          hint: "count the live workers; in cluster.on('exit') during shutdown, process.exit(0) when the count reaches 0.",
-          showOutput: true,
-        });
-      }
-      const { exit, exitAt, lingering: stayed } = atExit;
-      const tookMs = Math.round(exitAt - watch.signalAt);
-      if (exit.signal || exit.code !== 0) {
-        const crashed = !exit.signal && unhandledWorkerError(ctx);
-        ctx.fail(`The primary ${describeExit(exit)} after ${round.what}.`, {
-          expected: 'exit code 0: a requested, clean stop',
-          actual: describeExit(exit),
-          explanation: exit.signal
-            ? `The signal ended the primary: it has no ${round.signal} handler of its own.`
-            : crashed
-              ? "The primary crashed on an 'error' event of a worker that nobody listened for: disconnecting or messaging a worker that has just died emits 'error' (EPIPE, channel closed) on it."
-              : 'A non-zero code tells a supervisor (systemd, Docker, Kubernetes) the service failed, and it may restart it or alert. A stop that was asked for and went well exits 0.',
-          reproduce: round.kill(ctx, victim),
-          hint: crashed ? "worker.on('error', (err) => console.error(err.message)) on every worker you fork." : 'process.exit(0) once the last worker has exited.',
-          showOutput: true,
-        });
-      }
-      if (stayed.length) {
-        ctx.fail(`The primary exited before its workers: ${stayed.length} ${stayed.length === 1 ? 'was' : 'were'} still running (${stayed.map((p) => p.pid).join(', ')}).`, {
-          expected: 'the primary exits last, once every worker has exited',
-          actual: `the primary exited ${tookMs} ms after the signal, while ${stayed.map((p) => p.pid).join(', ')} still ran`,
-          explanation:
-            'A supervisor (systemd, Docker, Kubernetes) treats the exit of the main process as "stopped" and kills what is left of the group, requests in flight included. The primary must wait for its workers.',
-          reproduce: [round.kill(ctx, victim), `pgrep -g ${ctx.primaryPid}   # workers still running after the primary is gone`],
-          hint: "exit in cluster.on('exit') once the last worker process is gone, not right after disconnecting them. Count live workers yourself: cluster.workers drops a worker as soon as it disconnects, before its process exits.",
-        });
-      }
-      const left = ctx.program.processes();
-      if (left.length) {
-        ctx.fail(`${left.length} process${left.length === 1 ? ' was' : 'es were'} left running after the primary exited.`, {
-          expected: 'no process of the program left',
-          actual: left.map((p) => `${p.pid} (${p.comm})`).join(', '),
-          hint: 'every worker must exit; kill the ones that do not finish within the time limit.',
-        });
-      }
-      ctx.log(`the primary exited with code 0, ${tookMs} ms after the signal; no process left`);
+      await judgeExit(ctx, round, { watch, victim, stillListening });
     },
   };
 }
+
+/**
+ * Fails unless the primary exits with code 0 within 5 s of the signal, after
+ * its workers, leaving nothing. `again` names a repeated killed-worker start.
+ */
+async function judgeExit(ctx, round, { watch, victim, stillListening, again }) {
+  const signalCommand = round.kill(ctx, victim) + (again ? '   # the order varies: it may take a few tries' : '');
+  const atExit = await exitWithinDeadline(watch);
+  if (!atExit) {
+    const workers = ctx.workers();
+    if (stillListening && workers.length) {
+      ctx.fail(`The primary was still running ${EXIT_DEADLINE_MS / 1000} s after ${round.what}, and worker ${stillListening.pid} still took new connections ${(stillListening.ms / 1000).toFixed(1)} s after it.`, {
+        expected: 'every worker stops accepting connections at once (worker.disconnect()), finishes its requests and exits; then the primary exits',
+        actual: `the primary and ${workers.length} workers (${workers.join(', ')}) still running; a new connection answered by ${stillListening.pid}`,
+        explanation:
+          "The workers still take new connections: nothing has closed their server yet. worker.kill() and worker.process.kill() only send a signal (SIGTERM by default), and what a worker does with it is up to its own handler: the contract asks workers to ignore it, and a library may wait before it closes anything. worker.disconnect() from the primary closes a worker's server at once and lets it drain.",
+        reproduce: [signalCommand, ctx.curl('/') + '   # still answered'],
+        hint: 'call worker.disconnect() on every worker in the shutdown; kill only at the time limit, with SIGKILL.',
+        showOutput: true,
+      });
+    }
+    ctx.fail(`The primary was still running ${EXIT_DEADLINE_MS / 1000} s after ${round.what}${again ?? ''}.`, {
+      expected: again ? 'the primary exits once its workers have finished (at once here: no request is in flight)' : `the primary exits once its workers have finished (about 1 s here: the ${SLOW} request)`,
+      actual: workers.length ? `the primary and ${workers.length} workers (${workers.join(', ')}) still running` : 'all workers are gone, but the primary still runs',
+      explanation: workers.length
+        ? 'Workers that are told to disconnect close their server and exit once their connections have ended. These did not: were they told (worker.disconnect() for each)? A timer or interval in the worker that is not unref()\'d also keeps it alive.'
+        : victim !== undefined
+          ? "The worker killed during the shutdown never reached your count of live workers' end: count exits, not disconnects, and remove every worker in cluster.on('exit')."
+          : "Nothing ends the primary when its last worker exits: a timer or another handle keeps it alive. Call process.exit(0) in the 'exit' handler once no worker is left.",
+      reproduce: [signalCommand, `pgrep -g ${ctx.primaryPid}   # processes of the group`],
+      hint: "count the live workers; in cluster.on('exit') during shutdown, process.exit(0) when the count reaches 0.",
+      showOutput: true,
+    });
+  }
+  const { exit, exitAt, lingering: stayed } = atExit;
+  const tookMs = Math.round(exitAt - watch.signalAt);
+  if (exit.signal || exit.code !== 0) {
+    const crashed = !exit.signal && unhandledWorkerError(ctx);
+    ctx.fail(`The primary ${describeExit(exit)} after ${round.what}${again ?? ''}.`, {
+      expected: 'exit code 0: a requested, clean stop',
+      actual: describeExit(exit),
+      explanation: exit.signal
+        ? `The signal ended the primary: it has no ${round.signal} handler of its own.`
+        : crashed
+          ? "The primary crashed on an 'error' event of a worker that nobody listened for: disconnecting or messaging a worker that has just died emits 'error' (EPIPE, channel closed) on it."
+          : 'A non-zero code tells a supervisor (systemd, Docker, Kubernetes) the service failed, and it may restart it or alert. A stop that was asked for and went well exits 0.',
+      reproduce: signalCommand,
+      hint: crashed ? "worker.on('error', (err) => console.error(err.message)) on every worker you fork." : 'process.exit(0) once the last worker has exited.',
+      showOutput: true,
+    });
+  }
+  if (stayed.length) {
+    ctx.fail(`The primary exited before its workers: ${stayed.length} ${stayed.length === 1 ? 'was' : 'were'} still running (${stayed.map((p) => p.pid).join(', ')}).`, {
+      expected: 'the primary exits last, once every worker has exited',
+      actual: `the primary exited ${tookMs} ms after the signal, while ${stayed.map((p) => p.pid).join(', ')} still ran`,
+      explanation:
+        'A supervisor (systemd, Docker, Kubernetes) treats the exit of the main process as "stopped" and kills what is left of the group, requests in flight included. The primary must wait for its workers.',
+      reproduce: [signalCommand, `pgrep -g ${ctx.primaryPid}   # workers still running after the primary is gone`],
+      hint: "exit in cluster.on('exit') once the last worker process is gone, not right after disconnecting them. Count live workers yourself: cluster.workers drops a worker as soon as it disconnects, before its process exits.",
+    });
+  }
+  const left = ctx.program.processes();
+  if (left.length) {
+    ctx.fail(`${left.length} process${left.length === 1 ? ' was' : 'es were'} left running after the primary exited.`, {
+      expected: 'no process of the program left',
+      actual: left.map((p) => `${p.pid} (${p.comm})`).join(', '),
+      hint: 'every worker must exit; kill the ones that do not finish within the time limit.',
+    });
+  }
+  if (!again) ctx.log(`the primary exited with code 0, ${tookMs} ms after the signal; no process left`);
+  return tookMs;
+}
+
+/**
+ * The killed-worker round again, on fresh starts with no traffic. Which of
+ * the two the primary handles first, SIGTERM or the death, is decided by
+ * which of its threads runs first when it resumes; no verifier that runs
+ * `node <file>` can choose (docs/races.md). A primary that crashes only in
+ * one order crashes in about 2 runs of 3, so the round is repeated: six runs
+ * all miss it about 1 time in 300 or fewer.
+ */
+const KILLED_WORKER_AGAIN = 5;
+const killedWorkerAgainStep = {
+  id: 'killed-worker-again',
+  title: `the same, ${KILLED_WORKER_AGAIN} more times on fresh starts: the primary exits 0 whichever it learns of first, the SIGTERM or the death`,
+  timeoutMs: 20000 + KILLED_WORKER_AGAIN * 8000,
+  async run(ctx) {
+    const round = ROUNDS['killed-worker'];
+    for (let i = 1; i <= KILLED_WORKER_AGAIN; i++) {
+      await ctx.start();
+      const workers = await countWorkers(ctx, WORKERS);
+      const watch = watchShutdown(ctx, round.signal);
+      const victim = workers[workers.length - 1];
+      watch.sent();
+      await round.send(ctx, victim);
+      // The next start boots while this one stops (the last one is the time-limit round's).
+      await ctx.prestart();
+      const again = ` (on repeat ${i} of ${KILLED_WORKER_AGAIN}; what varies from run to run is whether the primary handles the SIGTERM or the death first)`;
+      const tookMs = await judgeExit(ctx, round, { watch, victim, again });
+      ctx.log(`start ${i} of ${KILLED_WORKER_AGAIN}: the primary exited with code 0, ${tookMs} ms after the signal`);
+    }
+  },
+};
 
 /** The last round: a request that outlives the limit is in flight; the limit ends it. */
 const timeLimitStep = {
@@ -354,7 +400,7 @@ const timeLimitStep = {
     ctx.log(`${STUCK} in flight on worker ${holder ?? '?'}`);
     ctx.signalPrimary('SIGTERM');
     watch.sent();
-    const reproduce = [`${ctx.curl(STUCK).replace(/(http:\S+)/, "'$1'")} &`, `kill -TERM ${ctx.primaryPid}`, `pgrep -P ${ctx.primaryPid}   # ${SHUTDOWN_TIMEOUT / 1000} s later: none`];
+    const reproduce = [`${ctx.curl(STUCK)} &`, `kill -TERM ${ctx.primaryPid}`, `pgrep -P ${ctx.primaryPid}   # ${SHUTDOWN_TIMEOUT / 1000} s later: none`];
     let goneAt = null;
     if (holder !== undefined) {
       const gone = await ctx.poll(() => !isAlive(holder), { timeoutMs: SHUTDOWN_TIMEOUT + LIMIT_SLACK_MS, intervalMs: 25 });
@@ -429,7 +475,7 @@ const timeLimitStep = {
 
 export default {
   env: { WORKERS: String(WORKERS), SHUTDOWN_TIMEOUT: String(SHUTDOWN_TIMEOUT) },
-  steps: [...ORDER.flatMap((key) => [inFlightStep(key), noRespawnStep(key), drainsStep(key), exitsStep(key)]), timeLimitStep],
+  steps: [...ORDER.flatMap((key) => [inFlightStep(key), noRespawnStep(key), drainsStep(key), exitsStep(key)]), killedWorkerAgainStep, timeLimitStep],
 };
 
 /** The state letter of a process (R, S, T, Z...), from /proc; null when unknown. */
