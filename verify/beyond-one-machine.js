@@ -28,6 +28,7 @@ import {
   findNginx,
   nginxCommandLine,
   nginxVersion,
+  passiveHealth,
   prepareNginxDir,
   quoteLog,
   startNginx,
@@ -49,6 +50,10 @@ const SETTLE_MS = 30000; // a machine's rolling restart is done within this (new
 const FRESH = 192;
 const KEEPALIVE = 64;
 const BUSY_MS = 50; // what each keep-alive request takes (see startTraffic)
+// nginx keeps a server's failure time in whole seconds and leaves it out
+// while (now - then) <= fail_timeout, both whole seconds: up to a second
+// more than fail_timeout; and a little for nginx to see the last failure.
+const ROTATION_MARGIN_MS = 1250;
 const PLACEHOLDERS = ['NGINX_PORT', 'APP_PORT', 'MACHINE_A', 'MACHINE_B'];
 
 const nginxTitle = "nginx's error log (error.log in its folder) that shows it";
@@ -136,6 +141,7 @@ export default {
         ctx.data.nginxDir = nginxDir;
         ctx.data.nginxPort = nginxPort;
         ctx.data.log = errorLog(nginxDir.dir);
+        ctx.data.quietSince = {}; // machine -> when the last failure nginx could count against it happened
         const { helper, first, failure } = await startNginx(ctx, { bin: ctx.data.nginxBin, dir: nginxDir.dir, port: nginxPort });
         ctx.data.nginx = helper;
         if (failure) {
@@ -186,14 +192,17 @@ export default {
         }
         ctx.log(`${all.length} GET / through nginx, none failed: ${[...hosts].map(([h, n]) => `${h} ${n}`).join(', ')}`);
         // Upstream keep-alive: nginx keeps idle connections to the machines
-        // open after the traffic; without it, it closes each one after its
-        // answer. A moment's wait lets closing connections close.
+        // open after a request; without it, it closes each one after its
+        // answer. One request of its own, after the traffic (which can take
+        // a while to stop on a loaded machine, longer than nginx keeps an
+        // idle connection), then a moment's wait lets closing connections close.
+        await request(ctx.data.nginxPort, '/', { signal: ctx.signal });
         await sleepFor(300, ctx.signal);
         const held = connectionsHeld(ctx.data.appPort, machineProcesses(ctx));
         if (held === 0) {
           ctx.fail('nginx keeps no connection to the machines open between requests: no upstream keep-alive.', {
             expected: 'idle connections from nginx to the machines, kept for the next requests',
-            actual: 'no established connection to the machines 300 ms after the traffic',
+            actual: 'no established connection to the machines 300 ms after a GET / through nginx',
             explanation:
               'By default nginx opens a connection to the machine for every request, speaks HTTP/1.0 and closes it. Keep-alive to the upstream needs all three: `keepalive 16;` in the upstream block, `proxy_http_version 1.1;` and `proxy_set_header Connection "";` in the location.',
             reproduce: [`curl -s http://127.0.0.1:${ctx.data.nginxPort}/ && ss -tn 'dport = :${ctx.data.appPort}'   # nothing ESTAB afterwards`],
@@ -307,6 +316,7 @@ export default {
         await ctx.stopAnother(b);
         ctx.data.b = await startMachineB(ctx);
         const back = performance.now();
+        ctx.data.quietSince[MACHINE_B] = back; // refused until it listened: no failure after that
         const returned = await ctx.poll(() => traffic.results().some((r) => r.start >= back && hostOf(r) === MACHINE_B), { timeoutMs: RETURN_MS, intervalMs: 50 });
         const all = await traffic.stop();
         expectNoFailures(ctx, all, since, { when: 'while machine B was gone and came back', cause: RETRY_CAUSE, killedAt });
@@ -326,13 +336,15 @@ export default {
     {
       id: 'rolling-deploy',
       title: 'SIGUSR2 to each machine in turn under load: no failed request, every worker on both machines replaced',
-      timeoutMs: 100000,
+      timeoutMs: 120000,
       async run(ctx) {
+        await untilInEveryRotation(ctx, [MACHINE_A, MACHINE_B]);
         const since = ctx.data.log.mark();
         const traffic = startTraffic(ctx);
         await bothServing(ctx, traffic);
         for (const [machine, program] of [[MACHINE_A, ctx.program], [MACHINE_B, ctx.data.b]]) {
           const settledAt = await rollMachine(ctx, traffic, machine, program);
+          ctx.data.quietSince[machine] = settledAt; // its old workers have exited: they can cause no failure after
           // As a deploy tool does, the next machine waits until nginx sends
           // this one traffic again: a connection a retired worker closed as
           // nginx reused it counts as a failure (max_fails), and two machines
@@ -346,6 +358,7 @@ export default {
               outputTitle: nginxTitle,
             });
           }
+          await untilInEveryRotation(ctx, [machine]);
         }
         const all = await traffic.stop();
         expectNoFailures(ctx, all, since, { when: 'during the rolling deploy', cause: 'a machine in a rolling restart must keep serving: its old workers drain, the new ones listen first' });
@@ -355,8 +368,9 @@ export default {
     {
       id: 'drain-at-edge',
       title: 'SIGTERM to machine B under load: requests in flight complete, nginx stops sending it traffic, no failed request, it exits 0',
-      timeoutMs: 30000,
+      timeoutMs: 45000,
       async run(ctx) {
+        await untilInEveryRotation(ctx, [MACHINE_A, MACHINE_B]);
         const since = ctx.data.log.mark();
         const { nginxPort, appPort } = ctx.data;
         const b = ctx.data.b;
@@ -435,10 +449,11 @@ export default {
           });
         }
         if (!exited) {
+          const running = b.processes({ includeMarked: false }).map((p) => p.pid);
           ctx.fail(`Machine B was still running ${SHUTDOWN_MS / 1000} s after SIGTERM.`, {
             expected: `its primary exits with code 0 within ${SHUTDOWN_MS / 1000} s`,
-            actual: `still running: ${b.processes({ includeMarked: false }).map((p) => p.pid).join(', ')}`,
-            explanation: 'Something keeps it alive after the drain: a worker with an open handle (its Redis connection: close it on \'disconnect\'), or a primary that waits for nothing.',
+            actual: running.length ? `still running: ${running.join(', ')}` : `it exited ${Math.round(performance.now() - sentAt)} ms after SIGTERM at the latest, later than ${SHUTDOWN_MS / 1000} s`,
+            explanation: 'Something keeps it alive after the drain. The usual causes: a worker with an open handle (its Redis connection: close it on \'disconnect\'); a worker that keeps serving the keep-alive connections it has (nginx\'s, and clients\' straight to it) until SHUTDOWN_TIMEOUT cuts them, because it never answers `Connection: close` once it stops listening; or a primary that waits for nothing.',
             hint: "cluster.worker.on('disconnect', () => redis.quit()) in the worker; in the primary, exit 0 after the last worker's 'exit'.",
             outputLines: b.telltaleLines(10),
             outputTitle: "machine B's output",
@@ -524,6 +539,31 @@ function startTraffic(ctx) {
   };
 }
 
+/**
+ * Waits until every nginx worker sends each machine traffic again, as an
+ * operator who knows the config waits before disturbing the next machine.
+ * Each nginx worker keeps its own failure counts (without a `zone` in the
+ * upstream), so one of them sending a machine traffic again says nothing of
+ * the others: a worker that counted max_fails failures against it leaves it
+ * out until fail_timeout has passed since the last one. The last failure a
+ * machine can cause is before it listens again (a restart) or before its
+ * old workers have exited (a rolling restart): ctx.data.quietSince.
+ */
+async function untilInEveryRotation(ctx, machines) {
+  const conf = readConf(ctx.data.nginxDir.dir);
+  for (const machine of machines) {
+    const since = ctx.data.quietSince[machine];
+    if (since === undefined) continue;
+    const { maxFails, failTimeoutMs } = passiveHealth(conf, `${machine}:${ctx.data.appPort}`);
+    if (maxFails === 0) continue; // never left out
+    const seconds = Math.ceil(Math.min(failTimeoutMs, RETURN_MS) / 1000);
+    const left = since + seconds * 1000 + ROTATION_MARGIN_MS - performance.now();
+    if (left <= 0) continue;
+    ctx.log(`waiting ${(left / 1000).toFixed(1)} s: fail_timeout=${seconds}s since machine ${machine}'s last possible failure, so that every nginx worker sends it traffic again`);
+    await sleepFor(left, ctx.signal);
+  }
+}
+
 /** Waits until both machines have answered this traffic (each is in nginx's rotation). */
 async function bothServing(ctx, traffic) {
   const r = await ctx.poll(() => countHosts(traffic.results()).size >= 2, { timeoutMs: 10000, intervalMs: 50 });
@@ -585,7 +625,7 @@ function expectNoFailures(ctx, results, since, { when, cause, killedAt }) {
   for (const r of failed) byKind.set(describeFailed(r), (byKind.get(describeFailed(r)) ?? 0) + 1);
   const fromNginx = failed.some((r) => r.status === 502 || r.status === 504);
   const lines = ctx.data.log.upstream(since);
-  const t0 = killedAt ?? failed[0].start;
+  const t0 = killedAt ?? Math.min(...results.map((r) => r.start));
   ctx.fail(`${failed.length} of ${results.length} requests through nginx failed ${when}.`, {
     expected: 'no failed request: nginx retries a GET on the other machine',
     actual: [...byKind].map(([k, n]) => `${n} x ${k}`).join('; ') + `; the first ${Math.round(failed[0].start - t0)} ms after ${killedAt ? 'the kill' : 'the traffic began'}`,
@@ -720,8 +760,9 @@ async function rollMachine(ctx, traffic, machine, program) {
     }
   })();
   // Keep-alive clients straight to the machine too (as nginx's connections
-  // are, without nginx's retries on the other machine to hide a refusal).
-  const direct = startKeepAliveClients(ctx.data.appPort, { connections: 2, host: machine, path: `/slow?ms=${BUSY_MS}`, localAddresses: CLIENTS.slice(4, 6), signal: ctx.signal, timeoutMs: 8000 });
+  // are, without nginx's retries on the other machine to hide a refusal),
+  // on every old worker: whichever is retired last still has them then.
+  const direct = await straightOnEvery(ctx, machine, old);
   // What old workers answered: nginx's traffic, and the keep-alive clients
   // straight to the machine (which only the worker itself can send away:
   // no proxy's connection cache moves them, so a worker that never says
@@ -779,6 +820,53 @@ async function rollMachine(ctx, traffic, machine, program) {
 }
 
 /**
+ * Keep-alive clients straight to a machine, with at least PER_WORKER
+ * connections held by each of its workers `pids`. The machine's primary
+ * decides where a new connection goes (round robin, in the order workers are
+ * free), so more are opened until every worker has its share: a program that
+ * retires its old workers one at a time, each after the last has exited,
+ * retires the last one long after the first, and only a connection that
+ * worker holds shows whether it sends its clients away (nginx's busy
+ * connections may all be on the others by then). More than one each: a
+ * retired worker that closes its idle connections after a while closes a
+ * back-to-back client's connection if it is between two requests just then.
+ */
+async function straightOnEvery(ctx, machine, pids) {
+  const PER_WORKER = 3;
+  const MAX_CONNECTIONS = 3 * PER_WORKER * pids.length;
+  const enough = () => {
+    const held = holders();
+    return pids.every((pid) => held.filter((p) => p === pid).length >= PER_WORKER);
+  };
+  const groups = [];
+  const results = () => groups.flatMap((g) => g.results);
+  const holders = () => {
+    const firstPid = new Map();
+    for (const r of results()) if (r.outcome === 'ok' && r.pid !== undefined && !firstPid.has(r.conn)) firstPid.set(r.conn, r.pid);
+    return [...firstPid.values()];
+  };
+  const add = async (n) => {
+    const firstConn = 1 + groups.reduce((sum, g) => sum + g.size, 0);
+    const g = startKeepAliveClients(ctx.data.appPort, { connections: n, host: machine, path: `/slow?ms=${BUSY_MS}`, localAddresses: CLIENTS.slice(4, 6), signal: ctx.signal, timeoutMs: 8000, firstConn });
+    g.size = n;
+    groups.push(g);
+    // Every connection of the group has been answered once: its worker is known.
+    await ctx.poll(() => new Set(g.results.filter((r) => r.outcome === 'ok').map((r) => r.conn)).size >= n, { timeoutMs: 3000 });
+  };
+  await add(PER_WORKER * pids.length);
+  while (!enough() && groups.reduce((sum, g) => sum + g.size, 0) < MAX_CONNECTIONS) await add(1);
+  return {
+    get results() {
+      return results();
+    },
+    async stop() {
+      await Promise.all(groups.map((g) => g.stop()));
+      return results();
+    },
+  };
+}
+
+/**
  * Requests sent straight to one machine (fresh connections, and keep-alive
  * ones judged as every lesson that drains does) must all be answered: nginx
  * retries what a machine refuses or cuts on the other machine, so through
@@ -801,13 +889,18 @@ function expectMachineServedStraight(ctx, machine, program, { fresh, kept, what 
     parts.push(`${failedFresh.length} of ${fresh.length} GET / over fresh connections failed (${[...kinds].map(([k, n]) => `${n} x ${k}`).join('; ')})`);
   }
   if (keptProblems) parts.push(`keep-alive clients: ${keptProblems}`);
+  // Say only what happened: a refusal, a reset or cut, an error status.
   const refused = failedFresh.some((r) => r.code === 'ECONNREFUSED') || c.unanswered.some((r) => r.outcome === 'refused');
-  ctx.fail(`Requests sent straight to machine ${machine} (not through nginx) failed during ${what}: the machine itself dropped them.`, {
-    expected: `every request straight to ${machine}:${ctx.data.appPort} answered 200 while the machine runs: nginx's retries on the other machine hide a refusal or a cut, a client without a balancer in front (or a balancer with one machine left) does not`,
+  const cut = failedFresh.some((r) => !r.ok && r.code !== 'ECONNREFUSED') || c.cut.length > 0 || c.unanswered.some((r) => r.outcome !== 'refused');
+  const badStatus = failedFresh.find((r) => r.ok)?.status ?? c.badStatus[0]?.status;
+  const explanations = [];
+  if (refused) explanations.push('Connections were refused: for a moment no worker of the machine listened. A rolling restart forks each replacement and waits for its \'listening\' before it disconnects an old worker, one at a time, so the machine always has a listening worker.');
+  if (cut) explanations.push('Requests were reset or cut: a worker ended (or closed its connections) while it was serving them. A retired or stopping worker finishes what it has begun; it closes connections only between requests (Connection: close), and the time limit is SHUTDOWN_TIMEOUT.');
+  if (badStatus !== undefined) explanations.push(`Requests were answered with status ${badStatus}: a retiring worker still answers what its connections bring, as usual, and sends those clients away with \`Connection: close\` on that answer; an error status reaches every client that has no balancer to retry it elsewhere.`);
+  ctx.fail(`Requests sent straight to machine ${machine} (not through nginx) failed during ${what}: the machine itself failed them.`, {
+    expected: `every request straight to ${machine}:${ctx.data.appPort} answered 200 while the machine runs: nginx's retries on the other machine hide a refusal, a cut or a 503, a client without a balancer in front (or a balancer with one machine left) does not`,
     actual: parts.join('; '),
-    explanation: refused
-      ? 'Connections were refused: for a moment no worker of the machine listened. A rolling restart forks each replacement and waits for its \'listening\' before it disconnects an old worker, one at a time, so the machine always has a listening worker.'
-      : 'Requests were reset or cut: a worker ended (or closed its connections) while it was serving them. A retired or stopping worker finishes what it has begun; it closes connections only between requests (Connection: close), and the time limit is SHUTDOWN_TIMEOUT.',
+    explanation: explanations.join(' '),
     hint: refused ? 'for each old worker: const fresh = cluster.fork(); await once(fresh, \'listening\'); old.disconnect();' : undefined,
     reproduce: [`while true; do curl -s -m 5 http://${machine}:${ctx.data.appPort}/ || echo FAILED; sleep 0.02; done   # while: kill -USR2 <primary pid>`],
     outputLines: program.telltaleLines(10),

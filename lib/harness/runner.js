@@ -8,6 +8,8 @@ import { reapOrphans } from './program.js';
 import { watchForks } from './watchdog.js';
 
 const DEFAULT_STEP_TIMEOUT_MS = 10000;
+// How long an aborted step may go on to settle before the teardown (its waits end on ctx.signal).
+const ABANDONED_STEP_GRACE_MS = 2000;
 
 const SILENT = { begin() {}, note() {}, stepStart() {}, stepLog() {}, programLine() {}, stepEnd() {}, end() {} };
 
@@ -129,6 +131,10 @@ async function runStep(step, ctx, controller) {
     await Promise.race([running, aborted]);
     return { passed: true };
   } catch (err) {
+    // An interrupted or timed-out step still runs: let it finish what it was
+    // opening (a Redis client it is about to keep in ctx.data) before the
+    // teardown, or what it opens after would keep the verifier alive.
+    if (controller.signal.aborted) await settledWithin(running, ABANDONED_STEP_GRACE_MS);
     const reason = controller.signal.aborted ? controller.signal.reason : err;
     if (reason instanceof StepFailure || reason instanceof Interrupted) return { passed: false, failure: reason };
     return {
@@ -142,6 +148,12 @@ async function runStep(step, ctx, controller) {
     // Whatever the step left running in the background (load, probes) stops with it.
     if (!controller.signal.aborted) controller.abort(new Error('step ended'));
   }
+}
+
+/** Resolves once the promise settles, or after ms, whichever comes first. */
+function settledWithin(promise, ms) {
+  let timer;
+  return Promise.race([promise.then(() => {}, () => {}), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() => clearTimeout(timer));
 }
 
 export { memoryStore };

@@ -179,3 +179,36 @@ export function quoteLog(lines, n = 10) {
   const half = Math.floor(n / 2);
   return [...lines.slice(0, half), `... (${lines.length - n} more lines)`, ...lines.slice(-half)].map(cut);
 }
+
+// nginx's defaults for a `server` in an upstream block (ngx_http_upstream_module).
+const DEFAULT_MAX_FAILS = 1;
+const DEFAULT_FAIL_TIMEOUT_MS = 10000;
+const TIME_UNITS_MS = { ms: 1, s: 1000, m: 60000, h: 3600000, d: 86400000, w: 604800000, M: 2592000000, y: 31536000000 };
+
+/** An nginx time ("2s", "500ms", "1m30s", "10" = seconds) in ms, or null. */
+export function nginxTimeMs(text) {
+  if (!/^(\d+(ms|s|m|h|d|w|M|y)?)+$/.test(text)) return null;
+  let ms = 0;
+  for (const [, n, unit] of text.matchAll(/(\d+)(ms|s|m|h|d|w|M|y)?/g)) ms += Number(n) * TIME_UNITS_MS[unit ?? 's'];
+  return ms;
+}
+
+/**
+ * The passive health nginx applies to `address` ("127.0.0.2:3000") in a
+ * filled-in config: its `server` line's max_fails and fail_timeout, nginx's
+ * defaults where the line leaves them out (or when no line names it).
+ */
+export function passiveHealth(confText, address) {
+  const text = confText.replace(/#[^\n]*/g, '');
+  for (const [, target, params] of text.matchAll(/(?:^|[\s;{}])server\s+(\S+?)(\s[^;]*)?;/g)) {
+    if (target !== address) continue;
+    const param = (name) => (params ?? '').match(new RegExp(`(?:^|\\s)${name}=(\\S+)`))?.[1];
+    const maxFails = param('max_fails');
+    const failTimeout = param('fail_timeout');
+    return {
+      maxFails: maxFails === undefined ? DEFAULT_MAX_FAILS : Number(maxFails),
+      failTimeoutMs: (failTimeout === undefined ? null : nginxTimeMs(failTimeout)) ?? DEFAULT_FAIL_TIMEOUT_MS,
+    };
+  }
+  return { maxFails: DEFAULT_MAX_FAILS, failTimeoutMs: DEFAULT_FAIL_TIMEOUT_MS };
+}

@@ -104,6 +104,7 @@ export const redisAnswersStep = {
       });
     }
     const prefix = freshPrefix();
+    // Kept for redisTeardown even when the run was interrupted meanwhile.
     ctx.data.redis = redis;
     ctx.data.prefix = prefix;
     // The program gets the same Redis and a prefix of its own for this run.
