@@ -10,6 +10,7 @@
 import { join, dirname, basename } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { freePort } from '../lib/harness/ports.js';
 import { request } from '../lib/harness/http.js';
 import { PortTaken } from '../lib/harness/readiness.js';
@@ -845,9 +846,14 @@ async function straightOnEvery(ctx, machine, pids) {
     for (const r of results()) if (r.outcome === 'ok' && r.pid !== undefined && !firstPid.has(r.conn)) firstPid.set(r.conn, r.pid);
     return [...firstPid.values()];
   };
+  // One listener on the step's signal for all the groups, however many.
+  const local = new AbortController();
+  setMaxListeners(MAX_CONNECTIONS + 1, local.signal);
+  const abortLocal = () => local.abort();
+  ctx.signal.addEventListener('abort', abortLocal, { once: true });
   const add = async (n) => {
     const firstConn = 1 + groups.reduce((sum, g) => sum + g.size, 0);
-    const g = startKeepAliveClients(ctx.data.appPort, { connections: n, host: machine, path: `/slow?ms=${BUSY_MS}`, localAddresses: CLIENTS.slice(4, 6), signal: ctx.signal, timeoutMs: 8000, firstConn });
+    const g = startKeepAliveClients(ctx.data.appPort, { connections: n, host: machine, path: `/slow?ms=${BUSY_MS}`, localAddresses: CLIENTS.slice(4, 6), signal: local.signal, timeoutMs: 8000, firstConn });
     g.size = n;
     groups.push(g);
     // Every connection of the group has been answered once: its worker is known.
@@ -861,6 +867,7 @@ async function straightOnEvery(ctx, machine, pids) {
     },
     async stop() {
       await Promise.all(groups.map((g) => g.stop()));
+      ctx.signal.removeEventListener('abort', abortLocal);
       return results();
     },
   };
