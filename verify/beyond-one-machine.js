@@ -10,7 +10,6 @@
 import { join, dirname, basename } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { setMaxListeners } from 'node:events';
 import { freePort } from '../lib/harness/ports.js';
 import { request } from '../lib/harness/http.js';
 import { PortTaken } from '../lib/harness/readiness.js';
@@ -19,6 +18,7 @@ import { listeningSockets, connectionsHeld, connectionsHeldFrom } from '../lib/h
 import { isAlive } from '../lib/harness/processes.js';
 import { startLoad } from '../lib/harness/load.js';
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
+import { keepAliveOnEvery } from './shared/keepalive-on-every.js';
 import { sleepFor } from '../lib/harness/wait.js';
 import { DRAIN_MS, DRAIN_TOLERANCE_MS, classifyKeepAlive, describeKeepAliveFailures } from './shared/drain.js';
 import { keysUnder, redisAnswersStep, redisTeardown } from './shared/redis.js';
@@ -762,8 +762,13 @@ async function rollMachine(ctx, traffic, machine, program) {
   })();
   // Keep-alive clients straight to the machine too (as nginx's connections
   // are, without nginx's retries on the other machine to hide a refusal),
-  // on every old worker: whichever is retired last still has them then.
-  const direct = await straightOnEvery(ctx, machine, old);
+  // on every old worker: a program that retires its workers one at a time,
+  // each after the last has exited, retires the last one long after the
+  // first, and nginx's busy connections may all be on the others by then.
+  // Three each: a retired worker that closes its idle connections after a
+  // while closes a back-to-back client's connection if it is between two
+  // requests just then.
+  const direct = await keepAliveOnEvery(ctx, old, { port: ctx.data.appPort, host: machine, path: `/slow?ms=${BUSY_MS}`, timeoutMs: 8000, localAddresses: CLIENTS.slice(4, 6), perWorker: 3, initial: 3 * old.length, more: 1, max: 9 * old.length, signal: ctx.signal });
   // What old workers answered: nginx's traffic, and the keep-alive clients
   // straight to the machine (which only the worker itself can send away:
   // no proxy's connection cache moves them, so a worker that never says
@@ -818,59 +823,6 @@ async function rollMachine(ctx, traffic, machine, program) {
   if (program.pid !== primary) ctx.fail(`Machine ${machine}'s primary changed pid during the rolling restart.`, { expected: `pid ${primary}`, actual: `pid ${program.pid}` });
   ctx.log(`machine ${machine}: workers ${old.join(', ')} replaced by ${fresh.join(', ')} in ${Math.round(settled.ms)} ms`);
   return performance.now();
-}
-
-/**
- * Keep-alive clients straight to a machine, with at least PER_WORKER
- * connections held by each of its workers `pids`. The machine's primary
- * decides where a new connection goes (round robin, in the order workers are
- * free), so more are opened until every worker has its share: a program that
- * retires its old workers one at a time, each after the last has exited,
- * retires the last one long after the first, and only a connection that
- * worker holds shows whether it sends its clients away (nginx's busy
- * connections may all be on the others by then). More than one each: a
- * retired worker that closes its idle connections after a while closes a
- * back-to-back client's connection if it is between two requests just then.
- */
-async function straightOnEvery(ctx, machine, pids) {
-  const PER_WORKER = 3;
-  const MAX_CONNECTIONS = 3 * PER_WORKER * pids.length;
-  const enough = () => {
-    const held = holders();
-    return pids.every((pid) => held.filter((p) => p === pid).length >= PER_WORKER);
-  };
-  const groups = [];
-  const results = () => groups.flatMap((g) => g.results);
-  const holders = () => {
-    const firstPid = new Map();
-    for (const r of results()) if (r.outcome === 'ok' && r.pid !== undefined && !firstPid.has(r.conn)) firstPid.set(r.conn, r.pid);
-    return [...firstPid.values()];
-  };
-  // One listener on the step's signal for all the groups, however many.
-  const local = new AbortController();
-  setMaxListeners(MAX_CONNECTIONS + 1, local.signal);
-  const abortLocal = () => local.abort();
-  ctx.signal.addEventListener('abort', abortLocal, { once: true });
-  const add = async (n) => {
-    const firstConn = 1 + groups.reduce((sum, g) => sum + g.size, 0);
-    const g = startKeepAliveClients(ctx.data.appPort, { connections: n, host: machine, path: `/slow?ms=${BUSY_MS}`, localAddresses: CLIENTS.slice(4, 6), signal: local.signal, timeoutMs: 8000, firstConn });
-    g.size = n;
-    groups.push(g);
-    // Every connection of the group has been answered once: its worker is known.
-    await ctx.poll(() => new Set(g.results.filter((r) => r.outcome === 'ok').map((r) => r.conn)).size >= n, { timeoutMs: 3000 });
-  };
-  await add(PER_WORKER * pids.length);
-  while (!enough() && groups.reduce((sum, g) => sum + g.size, 0) < MAX_CONNECTIONS) await add(1);
-  return {
-    get results() {
-      return results();
-    },
-    async stop() {
-      await Promise.all(groups.map((g) => g.stop()));
-      ctx.signal.removeEventListener('abort', abortLocal);
-      return results();
-    },
-  };
 }
 
 /**

@@ -15,7 +15,7 @@ import { startInFlight } from './shared/inflight.js';
 import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
 import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive } from './shared/drain.js';
-import { startKeepAliveClients } from '../lib/harness/keepalive.js';
+import { keepAliveOnEvery } from './shared/keepalive-on-every.js';
 import { isAlive } from '../lib/harness/processes.js';
 import { failed, summarizeFailures } from '../lib/harness/load.js';
 import { describeResult } from '../lib/harness/http.js';
@@ -145,55 +145,12 @@ function failLingering(ctx, lingering) {
   });
 }
 
-/**
- * Keep-alive clients with at least PER_WORKER connections held by each of
- * `pids` (round robin decides where a new connection goes: more are opened
- * until every worker has its share), so that every retiring worker has busy
- * keep-alive connections when its server closes, every run.
- */
-async function keepAliveOnEvery(ctx, pids) {
-  const PER_WORKER = 2;
-  const groups = [];
-  const results = () => groups.flatMap((g) => g.results);
-  const holders = () => {
-    const firstPid = new Map();
-    for (const r of results()) if (r.outcome === 'ok' && !firstPid.has(r.conn)) firstPid.set(r.conn, r.pid);
-    return [...firstPid.values()];
-  };
-  const add = async (n) => {
-    const g = startKeepAliveClients(ctx.port, { connections: n, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, firstConn: 1 + groups.reduce((sum, x) => sum + x.size, 0) });
-    g.size = n;
-    g.id = groups.length;
-    groups.push(g);
-    ctx.onTeardown(() => g.stop());
-    // Every connection of the group has been answered (and so reused) once.
-    await ctx.poll(() => new Set(g.results.filter((r) => r.outcome === 'ok').map((r) => r.conn)).size >= n, { timeoutMs: 3000 });
-  };
-  await add(KEEP_ALIVE_CONNECTIONS);
-  for (let total = KEEP_ALIVE_CONNECTIONS; total < 4 * KEEP_ALIVE_CONNECTIONS; total += 2) {
-    const held = holders();
-    if (pids.every((pid) => held.filter((p) => p === pid).length >= PER_WORKER)) break;
-    await add(2);
-  }
-  const held = holders();
-  return {
-    get results() {
-      return results();
-    },
-    count: held.length,
-    spread: pids.map((pid) => `${held.filter((p) => p === pid).length} on ${pid}`).join(', '),
-    async stop() {
-      await Promise.all(groups.map((g) => g.stop()));
-      return results();
-    },
-  };
-}
-
 /** Runs one restart under fresh and keep-alive load, with replacements slowed; returns what it saw. */
 async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) {
   const old = ctx.workers();
   const load = ctx.startLoad({ concurrency, timeoutMs: 5000 });
-  const clients = await keepAliveOnEvery(ctx, old);
+  // At least 2 busy keep-alive connections on every retiring worker, every run.
+  const clients = await keepAliveOnEvery(ctx, old, { port: ctx.port, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, perWorker: 2, initial: KEEP_ALIVE_CONNECTIONS, more: 2, max: 4 * KEEP_ALIVE_CONNECTIONS });
   const throttle = holdNewWorkersAtOnline(ctx, { initial: old });
   const slow = slowPath ? await startInFlight(ctx, slowPath, { timeoutMs: 8000 }) : null;
   ctx.log(`load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight` : ''}`);
