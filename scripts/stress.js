@@ -5,7 +5,12 @@
 // runs. A wrong verdict is a pass that should fail, a failure at another step
 // or without the promised words, or a process left behind.
 //
-//   npm run stress [rounds] [-- --lessons 1,3] [--no-hogs]
+//   npm run stress [rounds] [-- --lessons 1,3] [--no-hogs] [--record]
+//   npm run stress -- --ledger
+//
+// --record adds the rounds to docs/stress-ledger.json, which counts rounds
+// across runs for as long as the code they ran is unchanged (see
+// stress-ledger.js); --ledger prints how many each lesson has and exits.
 //
 // Exit code 1 when any verdict was wrong. Fix a flake at its cause (a race, a
 // deadline too tight for a loaded 2-core machine), never by retrying.
@@ -13,16 +18,22 @@ import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadLessons, loadVerifier } from '../lib/manifest.js';
 import { runVerifier, memoryStore } from '../lib/harness/runner.js';
 import { TextReporter } from '../lib/cli/reporter.js';
 import { markedProcesses } from '../lib/harness/processes.js';
 import { fixturesOf, parseExpectations, textsFor, FixturePrograms } from '../test/helpers/fixtures.js';
+import { LEDGER_PATH, fingerprintOf, readLedger, recordRun, standing, writeLedger } from './stress-ledger.js';
 
 const { values, positionals } = parseArgs({
-  options: { lessons: { type: 'string' }, 'no-hogs': { type: 'boolean' } },
+  options: {
+    lessons: { type: 'string' },
+    'no-hogs': { type: 'boolean' },
+    record: { type: 'boolean' },
+    ledger: { type: 'boolean' },
+  },
   allowPositionals: true,
 });
 const rounds = Number(positionals[0] ?? 10);
@@ -32,6 +43,19 @@ if (!Number.isInteger(rounds) || rounds < 1) {
 }
 const wanted = values.lessons?.split(',').map((s) => s.trim());
 const lessons = loadLessons().filter((l) => !wanted || wanted.includes(String(l.number)) || wanted.includes(l.id));
+
+if (values.ledger) {
+  const ledger = readLedger();
+  console.log(`Stressed rounds per lesson with the code as it is now (${relative(process.cwd(), LEDGER_PATH)}):`);
+  for (const l of lessons) {
+    const s = standing(ledger, l);
+    const note = s.stale ? ` (${ledger.lessons[l.id].rounds} earlier round(s) ran code that has changed since)` : '';
+    console.log(`  ${l.id.padEnd(20)} ${String(s.rounds).padStart(3)} round(s), ${s.wrong} wrong${note}`);
+  }
+  process.exit(0);
+}
+// Taken before the first verify: files edited during the run must not be credited with it.
+const fingerprints = new Map(lessons.map((l) => [l.id, fingerprintOf(l)]));
 
 // CPU hogs: one spinning process per core, at normal priority, for the whole run.
 const hogs = values['no-hogs']
@@ -54,7 +78,7 @@ for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 /** Every program to verify in a lesson, with its expected verdict. */
 async function casesOf(lesson) {
   const verifier = await loadVerifier(lesson);
-  const cases = [{ lesson, verifier, file: lesson.paths.solution, name: 'solution', expect: { pass: true, texts: [] } }];
+  const cases = [{ lesson, verifier, file: programs.solutionOf(lesson), name: 'solution', expect: { pass: true, texts: [] } }];
   for (const file of fixturesOf(lesson)) {
     const name = file.endsWith('/server.js') ? `${basename(file.slice(0, -10))}/` : basename(file);
     cases.push({ lesson, verifier, file: programs.programOf(file), name, expect: parseExpectations(file) });
@@ -135,5 +159,24 @@ for (const r of [...runs].sort((a, b) => b.ms - a.ms).slice(0, 10)) {
 if (wrongRuns.length) {
   console.log('\nWrong verdicts:');
   for (const r of wrongRuns) console.log(`  ${r.lesson}/${r.name} (round ${r.round}): ${r.wrong}`);
+}
+
+if (values.record) {
+  const changed = lessons.filter((l) => fingerprintOf(l) !== fingerprints.get(l.id)).map((l) => l.id);
+  const ledger = readLedger();
+  for (const l of lessons.filter((x) => !changed.includes(x.id))) {
+    const mine = runs.filter((r) => r.lesson === l.id);
+    recordRun(ledger, {
+      lesson: l.id,
+      fingerprint: fingerprints.get(l.id),
+      programs: all.filter((c) => c.lesson === l).length,
+      rounds,
+      wrong: mine.filter((r) => r.wrong).length,
+    });
+  }
+  writeLedger(ledger);
+  if (changed.length) console.log(`\nNot recorded (their files changed during the run): ${changed.join(', ')}`);
+  console.log(`\nRecorded in ${relative(process.cwd(), LEDGER_PATH)}; now:`);
+  for (const l of lessons) console.log(`  ${l.id.padEnd(20)} ${String(standing(ledger, l).rounds).padStart(3)} round(s)`);
 }
 process.exitCode = wrongRuns.length ? 1 : 0;

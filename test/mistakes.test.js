@@ -3,7 +3,8 @@
 // correct-but-unusual program passes. After each run, no process is left.
 // A derived fixture (// derive-from:) runs as its source with its
 // replacements, written to a temporary folder that is removed at the end.
-import { basename, dirname } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { loadLessons } from '../lib/manifest.js';
 import { fixturesOf, parseExpectations, textsFor, applyReplacements, FixturePrograms } from './helpers/fixtures.js';
 import { verifyFile, leftovers, verdictOf, PASSED, failedAt } from './helpers/verify.js';
@@ -23,6 +24,17 @@ describe('derived fixtures', () => {
     const opts = { fixture: 'f.js', source: 's.js' };
     expect(() => applyReplacements(source, [block('c', 'x')], opts)).toThrow(/^f\.js:7: replacement 1 of 1 must match exactly once in s\.js[^]*stand nowhere/);
     expect(() => applyReplacements(source, [block('  b', 'x')], opts)).toThrow(/stand 2 times \(lines 2, 4\)/);
+  });
+
+  test("a PM2 lesson's solution runs from a workspace where PM2 resolves (stress verifies it there)", () => {
+    const lesson = loadLessons().find((l) => l.id === 'process-manager');
+    const file = programs.solutionOf(lesson);
+    expect(file).not.toBe(lesson.paths.solution);
+    expect(readFileSync(file, 'utf8')).toBe(readFileSync(lesson.paths.solution, 'utf8'));
+    expect(existsSync(join(dirname(file), 'ecosystem.config.cjs'))).toBe(true);
+    expect(existsSync(join(dirname(dirname(file)), 'node_modules', 'pm2', 'package.json'))).toBe(true);
+    const fork = loadLessons().find((l) => l.id === 'fork');
+    expect(programs.solutionOf(fork)).toBe(fork.paths.solution);
   });
 });
 

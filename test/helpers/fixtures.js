@@ -212,6 +212,23 @@ export class FixturePrograms {
     return join(dir, 'server.js');
   }
 
+  /**
+   * The reference solution as a runnable program: itself, or for a lesson
+   * that needs PM2, its files copied into a workspace with PM2 installed (the
+   * package does not ship PM2, so solutions/ has none beside it).
+   */
+  solutionOf(lesson) {
+    if (!PM2_LESSONS.has(lesson.id)) return lesson.paths.solution;
+    this.#root ??= mkdtempSync(join(tmpdir(), 'cw-derived-fixtures-'));
+    const workspace = join(this.#root, `${lesson.id}-workspace`);
+    if (!existsSync(workspace)) makePm2Workspace((mkdirSync(workspace, { recursive: true }), workspace));
+    const dir = join(workspace, 'solution');
+    mkdirSync(dir, { recursive: true });
+    const from = dirname(lesson.paths.solution);
+    for (const name of readdirSync(from)) writeFileSync(join(dir, name), readFileSync(join(from, name)));
+    return join(dir, basename(lesson.paths.solution));
+  }
+
   cleanup() {
     if (this.#root) rmSync(this.#root, { recursive: true, force: true });
     this.#root = null;

@@ -1,0 +1,82 @@
+// The stress ledger: how many stressed rounds each lesson's catalogue has
+// passed with the code as it is now. A whole-catalogue `npm run stress 10`
+// takes about ten hours on a 2-core machine, longer than a working session,
+// so rounds are counted across runs, but only while nothing they depend on
+// has changed: a lesson's entry is keyed by a fingerprint of every file that
+// can change one of its verdicts. Any change to those files starts the count
+// again from zero, so the ledger never credits rounds to code they did not run.
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+export const LEDGER_PATH = join(ROOT, 'docs', 'stress-ledger.json');
+
+// What every verdict depends on: the harness, the shared checks, the
+// manifest, the fixture parser and this judge. package-lock.json because
+// blind programs use express, ioredis and friends at the locked versions.
+const SHARED = ['lib/harness', 'lib/manifest.js', 'verify/shared', 'test/helpers', 'scripts/stress.js', 'package-lock.json'];
+
+function filesUnder(path) {
+  if (!existsSync(path)) return [];
+  if (!statSync(path).isDirectory()) return [path];
+  return readdirSync(path, { withFileTypes: true })
+    .filter((e) => e.name !== 'node_modules')
+    .flatMap((e) => filesUnder(join(path, e.name)));
+}
+
+/**
+ * A hash of every file one lesson's stressed verdicts depend on: the shared
+ * code above, the lesson's manifest entry, verifier, solution and fixtures,
+ * and Node's major version (timers and the http agent change between them).
+ */
+export function fingerprintOf(lesson) {
+  const entry = JSON.parse(readFileSync(join(ROOT, 'lessons', 'manifest.json'), 'utf8')).lessons.find((l) => l.id === lesson.id);
+  const paths = [
+    ...SHARED.map((p) => join(ROOT, p)),
+    lesson.paths.verifier,
+    join(ROOT, 'solutions', lesson.id),
+    join(ROOT, 'test', 'fixtures', lesson.id),
+  ];
+  const hash = createHash('sha256');
+  hash.update(`node ${process.versions.node.split('.')[0]}\n${JSON.stringify(entry)}\n`);
+  for (const file of paths.flatMap(filesUnder).sort()) {
+    hash.update(`${relative(ROOT, file)}\n`);
+    hash.update(readFileSync(file));
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+export function readLedger(path = LEDGER_PATH) {
+  return existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : { lessons: {} };
+}
+
+/**
+ * Adds one stress run's results for a lesson. Runs under another
+ * fingerprint are dropped: they proved code that is gone.
+ */
+export function recordRun(ledger, { lesson, fingerprint, programs, rounds, wrong, date = new Date().toISOString().slice(0, 10) }) {
+  const old = ledger.lessons[lesson];
+  const same = old?.fingerprint === fingerprint;
+  ledger.lessons[lesson] = {
+    fingerprint,
+    programs,
+    rounds: (same ? old.rounds : 0) + rounds,
+    wrong: (same ? old.wrong : 0) + wrong,
+    last: date,
+  };
+  return ledger;
+}
+
+export function writeLedger(ledger, path = LEDGER_PATH) {
+  const sorted = Object.fromEntries(Object.entries(ledger.lessons).sort(([a], [b]) => a.localeCompare(b)));
+  writeFileSync(path, `${JSON.stringify({ lessons: sorted }, null, 2)}\n`);
+}
+
+/** Rounds that still count for a lesson: those recorded under its current fingerprint. */
+export function standing(ledger, lesson) {
+  const entry = ledger.lessons[lesson.id];
+  const current = entry?.fingerprint === fingerprintOf(lesson);
+  return { rounds: current ? entry.rounds : 0, wrong: current ? entry.wrong : 0, stale: Boolean(entry) && !current };
+}

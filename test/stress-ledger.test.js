@@ -1,0 +1,47 @@
+// The stress ledger counts rounds across runs only while the code they ran is
+// unchanged: a change to any file a verdict depends on starts the count again.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fingerprintOf, readLedger, recordRun, standing, writeLedger } from '../scripts/stress-ledger.js';
+import { loadLessons } from '../lib/manifest.js';
+
+let dir;
+beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'ledger-'))));
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+// A lesson with no folders of its own: only its verifier file is its own.
+const lessonWith = (verifier) => ({ id: 'no-such-lesson', paths: { verifier } });
+
+test("a lesson's fingerprint changes when its verifier changes, and only then", () => {
+  const verifier = join(dir, 'verifier.js');
+  writeFileSync(verifier, 'export default [];\n');
+  const before = fingerprintOf(lessonWith(verifier));
+  expect(fingerprintOf(lessonWith(verifier))).toBe(before);
+  writeFileSync(verifier, 'export default [() => {}];\n');
+  expect(fingerprintOf(lessonWith(verifier))).not.toBe(before);
+});
+
+test("each lesson has its own fingerprint (its solution and fixtures are in it)", () => {
+  const [a, b] = loadLessons();
+  expect(fingerprintOf(a)).not.toBe(fingerprintOf(b));
+});
+
+test('rounds add up under one fingerprint and start again under another', () => {
+  const ledger = { lessons: {} };
+  recordRun(ledger, { lesson: 'fork', fingerprint: 'aaa', programs: 30, rounds: 2, wrong: 0 });
+  recordRun(ledger, { lesson: 'fork', fingerprint: 'aaa', programs: 30, rounds: 3, wrong: 1 });
+  expect(ledger.lessons.fork).toMatchObject({ rounds: 5, wrong: 1 });
+  recordRun(ledger, { lesson: 'fork', fingerprint: 'bbb', programs: 31, rounds: 1, wrong: 0 });
+  expect(ledger.lessons.fork).toMatchObject({ fingerprint: 'bbb', programs: 31, rounds: 1, wrong: 0 });
+});
+
+test('a lesson whose files changed after its rounds stands at 0, marked stale', () => {
+  const fork = loadLessons().find((l) => l.id === 'fork');
+  const path = join(dir, 'ledger.json');
+  const ledger = recordRun({ lessons: {} }, { lesson: 'fork', fingerprint: fingerprintOf(fork), programs: 30, rounds: 4, wrong: 0 });
+  writeLedger(ledger, path);
+  expect(standing(readLedger(path), fork)).toEqual({ rounds: 4, wrong: 0, stale: false });
+  const old = recordRun({ lessons: {} }, { lesson: 'fork', fingerprint: 'from-older-code', programs: 30, rounds: 4, wrong: 0 });
+  expect(standing(old, fork)).toEqual({ rounds: 0, wrong: 0, stale: true });
+});
