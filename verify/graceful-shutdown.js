@@ -18,6 +18,7 @@ import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliv
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
 import { readFileSync } from 'node:fs';
 import { isAlive } from '../lib/harness/processes.js';
+import { portInUse } from '../lib/harness/ports.js';
 
 const WORKERS = 3;
 const SHUTDOWN_TIMEOUT = 5000;
@@ -31,6 +32,10 @@ const LIMIT_SLACK_MS = 1500;
 // requests that the stated one lets finish.
 const LIMIT_EARLY_MS = 1000;
 const KEEP_ALIVE_CLIENTS = 4;
+// Round 5: how soon after SIGTERM the port must refuse new connections. A
+// program that calls disconnect() closes it within milliseconds; a worker
+// that drains without closing its server keeps it open until SHUTDOWN_TIMEOUT.
+const STOP_ACCEPTING_MS = 2000;
 
 const kill = (signal, target) => `kill -${signal.replace(/^SIG/, '')} ${target}`;
 
@@ -385,10 +390,23 @@ const killedWorkerAgainStep = {
   },
 };
 
-/** The last round: a request that outlives the limit is in flight; the limit ends it. */
-const timeLimitStep = {
-  id: 'time-limit',
-  title: `a request still running at SHUTDOWN_TIMEOUT=${SHUTDOWN_TIMEOUT}: its worker is gone within ${(SHUTDOWN_TIMEOUT + LIMIT_SLACK_MS) / 1000} s and the primary exits 0`,
+/**
+ * The last round begins: a request that outlives the limit is in flight at
+ * SIGTERM, so for seconds the shutdown is under way while a worker is busy.
+ * In those seconds the program must refuse new connections (every worker
+ * stopped accepting: worker.disconnect() closes its server, and the primary
+ * closes the port once none listens). A worker that drains without closing
+ * its server (http-terminator's terminate() closes it only at the end, and
+ * destroys every connection that arrives meanwhile) goes on taking the
+ * connections the primary hands it and resets them. A client cannot tell
+ * that from a request lost mid-way; a refused one it can retry anywhere.
+ * The clients of the other rounds cannot see it: once the whole program is
+ * shutting down, nobody can answer them, so they count a reset of a new
+ * connection as turned away (verify/shared/drain.js).
+ */
+const stopsAcceptingStep = {
+  id: 'stops-accepting',
+  title: `round 5: with a request that never finishes in flight, new connections are refused within ${STOP_ACCEPTING_MS / 1000} s of SIGTERM`,
   timeoutMs: 30000,
   async run(ctx) {
     ctx.log('starting again for the time-limit round');
@@ -400,6 +418,39 @@ const timeLimitStep = {
     ctx.log(`${STUCK} in flight on worker ${holder ?? '?'}`);
     ctx.signalPrimary('SIGTERM');
     watch.sent();
+    ctx.data.limitRound = { watch, holder };
+    let accepted = 0;
+    const refused = await ctx.poll(
+      async () => {
+        if (!(await portInUse(ctx.port))) return true;
+        accepted += 1;
+        return false;
+      },
+      { timeoutMs: STOP_ACCEPTING_MS, intervalMs: 50 },
+    );
+    if (!refused.ok) {
+      ctx.fail(`The program still accepted new connections ${STOP_ACCEPTING_MS / 1000} s after SIGTERM, while a request was still in flight.`, {
+        expected: 'every worker stops accepting at the signal (worker.disconnect() closes its server), so the port refuses new connections while the requests in flight finish',
+        actual: `every one of ${accepted} connections opened to port ${ctx.port} in the ${STOP_ACCEPTING_MS / 1000} s after the signal was accepted`,
+        explanation:
+          'While the port still takes connections, the primary hands them to workers that are shutting down. A worker that drains without closing its server either ends them unanswered (their clients cannot tell whether the request was lost, so they cannot safely retry it elsewhere) or serves new clients for as long as they come. ' +
+          "Possible causes: the primary never calls worker.disconnect() (it only messages the workers); a worker drains with a library whose terminate() closes the server only at the end (http-terminator: call worker.disconnect() as well, or server.close() first); the primary itself listens on the port.",
+        reproduce: [`${ctx.curl(STUCK)} &`, `kill -TERM ${ctx.primaryPid}; sleep 1`, `curl -s http://127.0.0.1:${ctx.port}/   # refused: "Failed to connect"`],
+        hint: "on SIGTERM, call worker.disconnect() on every worker: each closes its server at once, and finishes its requests in flight after.",
+        showOutput: true,
+      });
+    }
+    ctx.log(`new connections refused ${Math.round(refused.ms)} ms after SIGTERM, with ${STUCK} still in flight`);
+  },
+};
+
+/** The last round goes on: the limit ends the request that outlives it. */
+const timeLimitStep = {
+  id: 'time-limit',
+  title: `a request still running at SHUTDOWN_TIMEOUT=${SHUTDOWN_TIMEOUT}: its worker is gone within ${(SHUTDOWN_TIMEOUT + LIMIT_SLACK_MS) / 1000} s and the primary exits 0`,
+  timeoutMs: 30000,
+  async run(ctx) {
+    const { watch, holder } = ctx.data.limitRound;
     const reproduce = [`${ctx.curl(STUCK)} &`, `kill -TERM ${ctx.primaryPid}`, `pgrep -P ${ctx.primaryPid}   # ${SHUTDOWN_TIMEOUT / 1000} s later: none`];
     let goneAt = null;
     if (holder !== undefined) {
@@ -412,7 +463,7 @@ const timeLimitStep = {
         expected: `a worker that is not done at SHUTDOWN_TIMEOUT (${SHUTDOWN_TIMEOUT} ms here) ends its connections (server.closeAllConnections()) or is killed (SIGKILL) by the primary`,
         actual: `worker ${holder} still running; the primary ${describeExit(ctx.program.exit)}`,
         explanation:
-          'Without a time limit, one request that never ends holds the whole shutdown until the supervisor loses patience and kills everything. A limit of 10 s written into the program also misses here: the limit is SHUTDOWN_TIMEOUT.',
+          'Without a time limit, or with one longer than SHUTDOWN_TIMEOUT (a fixed 10 s or 30 s written into the program, a library default), one request that never ends holds the whole shutdown until the supervisor loses patience and kills everything. The limit is SHUTDOWN_TIMEOUT, read from the environment.',
         reproduce,
         hint: `read Number(process.env.SHUTDOWN_TIMEOUT) || 10000; in the primary, setTimeout(() => worker.process.kill('SIGKILL'), SHUTDOWN_TIMEOUT + 500).unref() per worker at shutdown; in the worker, server.closeAllConnections() at SHUTDOWN_TIMEOUT.`,
         showOutput: true,
@@ -475,7 +526,7 @@ const timeLimitStep = {
 
 export default {
   env: { WORKERS: String(WORKERS), SHUTDOWN_TIMEOUT: String(SHUTDOWN_TIMEOUT) },
-  steps: [...ORDER.flatMap((key) => [inFlightStep(key), noRespawnStep(key), drainsStep(key), exitsStep(key)]), killedWorkerAgainStep, timeLimitStep],
+  steps: [...ORDER.flatMap((key) => [inFlightStep(key), noRespawnStep(key), drainsStep(key), exitsStep(key)]), killedWorkerAgainStep, stopsAcceptingStep, timeLimitStep],
 };
 
 /** The state letter of a process (R, S, T, Z...), from /proc; null when unknown. */

@@ -43,7 +43,13 @@ export default {
             expected: `status 200 from each, { "pid", "ms": ${BUSY_MS} }`,
             actual: bad[0].ok ? `status ${bad[0].status}` : bad[0].error,
             reproduce: ctx.curl(`/heavy?ms=${BUSY_MS}`),
-            explanation: bad[0].ok ? undefined : 'A worker was killed while it was only busy. Its heartbeat was late by one interval, not missing for HEARTBEAT_TIMEOUT.',
+            // A reset here has two causes the verifier cannot tell apart from
+            // outside: a kill by the primary, or a worker that crashed in /heavy.
+            explanation: bad[0].ok
+              ? undefined
+              : `The worker was busy for ${BUSY_MS} ms, never silent for HEARTBEAT_TIMEOUT (${HEARTBEAT_TIMEOUT} ms), and its connection was cut. ` +
+                'Possible causes: the primary killed it for heartbeats that were only late (killing after one missed beat, or a timeout shorter than HEARTBEAT_TIMEOUT); ' +
+                'the worker crashed while it answered (its error would be in the output below).',
             hint: `kill a worker only when nothing came from it for HEARTBEAT_TIMEOUT ms (${HEARTBEAT_TIMEOUT} here), and send heartbeats several times per timeout.`,
             showOutput: true,
           });

@@ -103,7 +103,9 @@ export async function waitForReplacement(ctx, n, dead, { timeoutMs = 2000, what 
     explanation = neverCame?.explanation;
   } else {
     message = `${found.length} workers after ${dead.length > 1 ? 'the workers' : 'a worker'} died, WORKERS=${n}.`;
-    hint = "fork exactly one replacement per death, in the 'exit' event only (not also in 'disconnect').";
+    // Where a second fork hides differs (a 'disconnect' handler, the line
+    // after a kill, a per-worker handler): the hint names the places, not one.
+    hint = "fork exactly one replacement per death, in the 'exit' event only: not also in 'disconnect', or right after the primary kills a worker.";
   }
   ctx.fail(message, {
     expected: `exactly ${n} workers, none of them ${dead.join(', ')}`,
@@ -131,7 +133,7 @@ export function failTooMany(ctx, n, pids) {
   ctx.fail(`The worker count rose to ${pids.length} after the replacement.`, {
     expected: `exactly ${n} workers`,
     actual: `${pids.length} workers: ${pids.join(', ')}`,
-    hint: "fork exactly one replacement per death, in one 'exit' handler only (not also in 'disconnect' or in a per-worker handler).",
+    hint: "fork exactly one replacement per death, in one 'exit' handler only: not also in 'disconnect', in a per-worker handler, or right after the primary kills a worker.",
     showOutput: true,
   });
 }
