@@ -594,7 +594,7 @@ async function rollingRestart(chaos) {
   const sent = now();
   ctx.signalPrimary('SIGUSR2');
   const r = await ctx.waitForWorkers(WORKERS, { timeoutMs: ROLLING_WITHIN_MS, accept: (pids) => pids.every((p) => !before.includes(p)) });
-  hold.stop();
+  await hold.stop();
   expectSurvivedSigusr2(ctx);
   primaryAlive('during the rolling restart');
   if (!r.ok) {

@@ -164,7 +164,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   }
   const end = await restartFinished(ctx, WORKERS, old, signalAt + (second ? 2 : 1) * RESTART_LIMIT_MS);
   const results = await load.stop();
-  throttle.stop();
+  await throttle.stop();
   // The keep-alive clients run until the retired workers are gone (bounded), so a worker that keeps them shows.
   await ctx.poll(() => old.every((pid) => !isAlive(pid)) || ctx.program.exited, { timeoutMs: SHUTDOWN_TIMEOUT + 1500 });
   const keepAlive = await clients.stop();

@@ -9,108 +9,80 @@
 // (SIGSTOP) for HOLD_MS right then, as a loaded machine would. A program
 // that waits for 'listening' keeps its old worker serving meanwhile and
 // does not notice; one that retired it on 'online' runs short for the whole
-// hold, every run. Linux only (elsewhere it does nothing).
-import { readFileSync } from 'node:fs';
-import { isAlive, trySignal } from '../../lib/harness/processes.js';
+// hold, every run. Linux only (elsewhere it does nothing). The watching runs
+// in a thread of its own (shared/throttle-thread.js).
+import { Worker } from 'node:worker_threads';
+import { trySignal } from '../../lib/harness/processes.js';
 
 export const HOLD_MS = 1000;
 const SCAN_MS = 2;
-const STEP_CLOCK = new Int32Array(new SharedArrayBuffer(4)); // only to wait on
 const RUN_MS = 4;
 // The 'online' message is about 46 bytes; before it a starting Node writes
 // only a byte or two (wake-ups of its event loop). Its next message asks the
 // primary for the server (queryServer, about 150 bytes): from then on the
 // worker may already be handed connections, and pausing it would make a dip
 // the program could not avoid. So a worker is held only while what it has
-// written is between the two; one seen later (a starved verifier) is let go.
+// written is between the two; one seen later is let go.
 const ONLINE_BYTES = 30;
 const QUERY_SERVER_BYTES = 150;
 const WATCH_MS = 8000; // a worker that never says 'online' is let go
 
-// The primary's children, from one small file (Linux 3.5+): cheap enough to
-// read every few ms, unlike a scan of the whole process table, so that a new
-// worker is seen within its first milliseconds. null when unavailable.
-function childrenOf(pid) {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return null;
-  }
-}
-
-function bytesWritten(pid) {
-  try {
-    return Number(/wchar:\s*(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? 0);
-  } catch {
-    return null;
-  }
-}
-
 /**
+ * Starts watching the primary's new children (shared/throttle-thread.js, a
+ * thread of its own, so that a busy verifier still sees each one at once).
  * @param {object} ctx
  * @param {{ initial?: number[] }} [o]
- * @returns {{ held: Map<number, { firstSeen: number, heldAt?: number, releasedAt?: number, missed?: boolean }>, stop(): void }}
- *   missed: first seen past 'online' (already asking for the server): not held
+ * @returns {{ held: Map<number, { firstSeen: number, heldAt?: number, releasedAt?: number, missed?: boolean }>, stop(): Promise<void> }}
+ *   times on this thread's performance.now() clock; missed: first seen past
+ *   'online' (already asking for the server): not held. stop() resolves once
+ *   the watcher has let every worker go and everything it saw is in held.
  */
 export function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = {}) {
-  const program = ctx.program;
-  const known = new Set(initial);
   const held = new Map();
-  const paused = new Set();
-  let stopped = false;
-  if (process.platform !== 'linux') return { held, stop() {} };
+  if (process.platform !== 'linux') return { held, stop: async () => {} };
+  const control = new SharedArrayBuffer(4);
+  const stopFlag = new Int32Array(control);
+  const thread = new Worker(new URL('./throttle-thread.js', import.meta.url), {
+    workerData: {
+      primaryPid: ctx.program.pid,
+      initial,
+      control,
+      holdMs: HOLD_MS,
+      scanMs: SCAN_MS,
+      runMs: RUN_MS,
+      onlineBytes: ONLINE_BYTES,
+      queryServerBytes: QUERY_SERVER_BYTES,
+      watchMs: WATCH_MS,
+    },
+  });
+  thread.unref(); // it never keeps the verifier alive
+  const local = (epochMs) => epochMs - performance.timeOrigin;
+  const finished = new Promise((resolve) => {
+    thread.on('message', (m) => {
+      if (m.done) return resolve();
+      const entry = held.get(m.pid) ?? {};
+      for (const key of ['firstSeen', 'heldAt', 'releasedAt']) if (m[key] !== undefined) entry[key] = local(m[key]);
+      if (m.missed) entry.missed = true;
+      held.set(m.pid, entry);
+    });
+    thread.on('error', (err) => {
+      ctx.log(`the watcher of new workers stopped: ${err.message}`);
+      resolve();
+    });
+    thread.on('exit', () => resolve());
+  });
 
-  // From its first sight until it has said 'online', a new worker runs in
-  // short steps (RUN_MS, then paused and looked at), so its 'online' is seen
-  // before it can also have asked for the server: the window is the loading
-  // of its modules, many steps long even for a program of a few lines.
-  const step = async (pid) => {
-    const entry = held.get(pid);
-    if (!trySignal(pid, 'SIGSTOP')) return;
-    paused.add(pid);
-    while (!stopped && performance.now() - entry.firstSeen < WATCH_MS) {
-      // Stopped here: what has it written so far?
-      const written = bytesWritten(pid);
-      if (written === null || !isAlive(pid)) break;
-      if (written >= QUERY_SERVER_BYTES) {
-        entry.missed = true;
-        break;
-      }
-      if (written >= ONLINE_BYTES) {
-        entry.heldAt = performance.now();
-        await new Promise((r) => setTimeout(r, HOLD_MS));
-        entry.releasedAt = performance.now();
-        break;
-      }
-      // One step: run RUN_MS, stopped again. Waited for synchronously, not
-      // with a timer: a busy verifier's timer fires late, and the worker
-      // would run on unwatched, past its 'online' and into listen.
-      trySignal(pid, 'SIGCONT');
-      Atomics.wait(STEP_CLOCK, 0, 0, RUN_MS);
-      trySignal(pid, 'SIGSTOP');
-      // The verifier's own work (its clients) runs between steps, the worker stopped meanwhile.
-      await new Promise((r) => setImmediate(r));
-    }
-    trySignal(pid, 'SIGCONT');
-    paused.delete(pid);
-  };
-
-  const scan = setInterval(() => {
-    if (stopped || program.exited) return;
-    for (const pid of childrenOf(program.pid) ?? program.workers()) {
-      if (known.has(pid)) continue;
-      known.add(pid);
-      held.set(pid, { firstSeen: performance.now() });
-      step(pid);
-    }
-  }, SCAN_MS);
-  scan.unref();
-
+  let stopping = null;
   const stop = () => {
-    stopped = true;
-    clearInterval(scan);
-    for (const pid of paused) trySignal(pid, 'SIGCONT');
-    paused.clear();
+    stopping ??= (async () => {
+      Atomics.store(stopFlag, 0, 1);
+      Atomics.notify(stopFlag, 0);
+      // Bounded: a watcher that cannot answer must not hold up the verdict.
+      await Promise.race([finished, new Promise((r) => setTimeout(r, 1000).unref())]);
+      for (const pid of held.keys()) trySignal(pid, 'SIGCONT');
+      await thread.terminate();
+    })();
+    return stopping;
   };
   ctx.onTeardown(stop); // never leave a learner's process stopped
   return { held, stop };
