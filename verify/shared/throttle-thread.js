@@ -8,43 +8,24 @@
 // and a program that retires before it forks passed the capacity step).
 // Here nothing else runs: the loop sleeps with Atomics.wait, never waits
 // for an event loop, and only posts what it saw.
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
+import { isAlive, trySignal, workerPidsOf } from '../../lib/harness/processes.js';
 
 const { primaryPid, initial, control, holdMs, scanMs, runMs, onlineBytes, queryServerBytes, watchMs } = workerData;
 const stopFlag = new Int32Array(control); // [0]: 1 once the main thread says stop
 
 // Epoch milliseconds: the main thread's performance.now() has another origin.
 const now = () => performance.timeOrigin + performance.now();
-const signal = (pid, sig) => {
-  try {
-    process.kill(pid, sig);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const alive = (pid) => signal(pid, 0);
 
 // The primary's children, from one small file (Linux 3.5+): cheap enough to
-// read every few ms. Without it, a scan of /proc for the primary's children.
+// read every few ms. Without it, the harness's scan of the process table.
 function childrenOf(pid) {
   try {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
   } catch {
-    return scanForChildren(pid);
+    return workerPidsOf(pid);
   }
-}
-function scanForChildren(pid) {
-  const found = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) found.push(Number(name));
-    } catch {}
-  }
-  return found;
 }
 
 function bytesWritten(pid) {
@@ -60,23 +41,29 @@ const watched = new Map(); // pid -> firstSeen: stopped, run in short steps unti
 const holding = new Map(); // pid -> when its hold ends
 
 const letGo = (pid) => {
-  signal(pid, 'SIGCONT');
+  trySignal(pid, 'SIGCONT');
   watched.delete(pid);
 };
 
+let first = true;
 while (Atomics.load(stopFlag, 0) === 0) {
   for (const pid of childrenOf(primaryPid)) {
     if (known.has(pid)) continue;
     known.add(pid);
-    if (!signal(pid, 'SIGSTOP')) continue;
+    if (!trySignal(pid, 'SIGSTOP')) continue;
     const firstSeen = now();
     watched.set(pid, firstSeen);
     parentPort.postMessage({ pid, firstSeen });
   }
+  if (first) {
+    // Watching from now on: the caller sends its signal only after this.
+    parentPort.postMessage({ ready: true });
+    first = false;
+  }
   // Each watched worker, stopped: what has it written so far?
   for (const [pid, firstSeen] of watched) {
     const written = bytesWritten(pid);
-    if (written === null || !alive(pid) || now() - firstSeen > watchMs) {
+    if (written === null || !isAlive(pid) || now() - firstSeen > watchMs) {
       letGo(pid);
     } else if (written >= queryServerBytes) {
       // Seen past 'online', already asking for the server: pausing it now
@@ -92,19 +79,19 @@ while (Atomics.load(stopFlag, 0) === 0) {
   }
   for (const [pid, until] of holding) {
     if (now() < until) continue;
-    signal(pid, 'SIGCONT');
+    trySignal(pid, 'SIGCONT');
     holding.delete(pid);
     parentPort.postMessage({ pid, releasedAt: now() });
   }
   if (watched.size) {
     // One step: the watched workers run runMs, then are stopped and looked at again.
-    for (const pid of watched.keys()) signal(pid, 'SIGCONT');
+    for (const pid of watched.keys()) trySignal(pid, 'SIGCONT');
     Atomics.wait(stopFlag, 0, 0, runMs);
-    for (const pid of watched.keys()) signal(pid, 'SIGSTOP');
+    for (const pid of watched.keys()) trySignal(pid, 'SIGSTOP');
   } else {
     Atomics.wait(stopFlag, 0, 0, scanMs);
   }
 }
 // Never leave a learner's process stopped.
-for (const pid of [...watched.keys(), ...holding.keys()]) signal(pid, 'SIGCONT');
+for (const pid of [...watched.keys(), ...holding.keys()]) trySignal(pid, 'SIGCONT');
 parentPort.postMessage({ done: true });
