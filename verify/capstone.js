@@ -589,7 +589,7 @@ async function rollingRestart(chaos) {
   const before = ctx.workers();
   // Lesson rolling-restart's check: each replacement held right after
   // 'online', capacity judged from when workers accepted connections.
-  const hold = holdNewWorkersAtOnline(ctx, { initial: before });
+  const hold = await holdNewWorkersAtOnline(ctx, { initial: before });
   say('SIGUSR2 (rolling restart)');
   const sent = now();
   ctx.signalPrimary('SIGUSR2');

@@ -151,7 +151,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   const load = ctx.startLoad({ concurrency, timeoutMs: 5000 });
   // At least 2 busy keep-alive connections on every retiring worker, every run.
   const clients = await keepAliveOnEvery(ctx, old, { port: ctx.port, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, perWorker: 2, initial: KEEP_ALIVE_CONNECTIONS, more: 2, max: 4 * KEEP_ALIVE_CONNECTIONS });
-  const throttle = holdNewWorkersAtOnline(ctx, { initial: old });
+  const throttle = await holdNewWorkersAtOnline(ctx, { initial: old });
   const slow = slowPath ? await startInFlight(ctx, slowPath, { timeoutMs: 8000 }) : null;
   ctx.log(`load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight` : ''}`);
   ctx.signalPrimary('SIGUSR2');

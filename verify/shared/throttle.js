@@ -16,7 +16,11 @@ import { trySignal } from '../../lib/harness/processes.js';
 
 export const HOLD_MS = 1000;
 const SCAN_MS = 2;
-const RUN_MS = 4;
+// A watched worker runs this long between looks. Shorter than the time
+// between its 'online' and its request for the server: 4 ms there, measured,
+// for a program that needs only Node's own modules, so a 4 ms step could
+// straddle both writes (test/throttle-hold.test.js missed 5 runs in 8 so).
+const RUN_MS = 1;
 // The 'online' message is about 46 bytes; before it a starting Node writes
 // only a byte or two (wake-ups of its event loop). Its next message asks the
 // primary for the server (queryServer, about 150 bytes): from then on the
@@ -26,18 +30,23 @@ const RUN_MS = 4;
 const ONLINE_BYTES = 30;
 const QUERY_SERVER_BYTES = 150;
 const WATCH_MS = 8000; // a worker that never says 'online' is let go
+const READY_MS = 5000; // how long the watcher thread may take to start
 
 /**
  * Starts watching the primary's new children (shared/throttle-thread.js, a
  * thread of its own, so that a busy verifier still sees each one at once).
  * @param {object} ctx
  * @param {{ initial?: number[] }} [o]
- * @returns {{ held: Map<number, { firstSeen: number, heldAt?: number, releasedAt?: number, missed?: boolean }>, stop(): Promise<void> }}
- *   times on this thread's performance.now() clock; missed: first seen past
- *   'online' (already asking for the server): not held. stop() resolves once
- *   the watcher has let every worker go and everything it saw is in held.
+ * @returns {Promise<{ held: Map<number, { firstSeen: number, heldAt?: number, releasedAt?: number, missed?: boolean }>, stop(): Promise<void> }>}
+ *   resolves once the watcher has made its first scan, so a signal sent after
+ *   it finds the watcher running (a thread takes tens of milliseconds to
+ *   start: a fork before that was seen too late, in half the runs of
+ *   test/throttle-hold.test.js on an idle machine). Times are on this
+ *   thread's performance.now() clock; missed: first seen past 'online'
+ *   (already asking for the server): not held. stop() resolves once the
+ *   watcher has let every worker go and everything it saw is in held.
  */
-export function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = {}) {
+export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = {}) {
   const held = new Map();
   if (process.platform !== 'linux') return { held, stop: async () => {} };
   const control = new SharedArrayBuffer(4);
@@ -57,8 +66,11 @@ export function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = {}) {
   });
   thread.unref(); // it never keeps the verifier alive
   const local = (epochMs) => epochMs - performance.timeOrigin;
+  let watching;
+  const ready = new Promise((resolve) => (watching = resolve));
   const finished = new Promise((resolve) => {
     thread.on('message', (m) => {
+      if (m.ready) return watching();
       if (m.done) return resolve();
       const entry = held.get(m.pid) ?? {};
       for (const key of ['firstSeen', 'heldAt', 'releasedAt']) if (m[key] !== undefined) entry[key] = local(m[key]);
@@ -85,5 +97,7 @@ export function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = {}) {
     return stopping;
   };
   ctx.onTeardown(stop); // never leave a learner's process stopped
+  // Bounded: a thread that never starts leaves the restart unwatched, not stuck.
+  await Promise.race([ready, finished, new Promise((r) => setTimeout(r, READY_MS).unref())]);
   return { held, stop };
 }
