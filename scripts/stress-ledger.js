@@ -7,16 +7,40 @@
 // again from zero, so the ledger never credits rounds to code they did not run.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const LEDGER_PATH = join(ROOT, 'docs', 'stress-ledger.json');
 
-// What every verdict depends on: the harness, the shared checks, the
-// manifest, the fixture parser and this judge. package-lock.json because
-// blind programs use express, ioredis and friends at the locked versions.
-const SHARED = ['lib/harness', 'lib/manifest.js', 'verify/shared', 'test/helpers', 'scripts/stress.js', 'package-lock.json'];
+// What every verdict depends on: the harness, the manifest, the fixture
+// parser and this judge. package-lock.json because blind programs use
+// express, ioredis and friends at the locked versions. Of verify/ itself,
+// only what the lesson's verifier loads counts (verifierFiles): a shared
+// check that lesson never runs cannot change its verdicts, and counting it
+// would send every lesson back to zero whenever one lesson's check changes.
+const SHARED = ['lib/harness', 'lib/manifest.js', 'test/helpers', 'scripts/stress.js', 'package-lock.json'];
+const VERIFY_DIR = join(ROOT, 'verify');
+
+// A relative module a file of verify/ loads: a static import or re-export, or
+// a file started as a thread (new URL('./x.js', import.meta.url)).
+const LOADS = /(?:\bfrom\s*|\bimport\s*\(?\s*|new URL\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
+
+/** The verifier and every file of verify/ (or of `within`) it loads, directly or not. */
+export function verifierFiles(verifier, { within = VERIFY_DIR } = {}) {
+  const seen = new Set();
+  const visit = (file) => {
+    if (seen.has(file) || !existsSync(file)) return;
+    seen.add(file);
+    for (const [, spec] of readFileSync(file, 'utf8').matchAll(LOADS)) {
+      const target = resolve(dirname(file), spec);
+      // lib/harness is hashed whole above; only verify/ is followed here.
+      if (target.startsWith(`${resolve(within)}/`)) visit(target);
+    }
+  };
+  visit(resolve(verifier));
+  return [...seen];
+}
 
 function filesUnder(path) {
   if (!existsSync(path)) return [];
@@ -28,14 +52,15 @@ function filesUnder(path) {
 
 /**
  * A hash of every file one lesson's stressed verdicts depend on: the shared
- * code above, the lesson's manifest entry, verifier, solution and fixtures,
+ * code above, the lesson's manifest entry, its verifier with the checks of
+ * verify/ it loads, its solution and fixtures,
  * and Node's major version (timers and the http agent change between them).
  */
 export function fingerprintOf(lesson) {
   const entry = JSON.parse(readFileSync(join(ROOT, 'lessons', 'manifest.json'), 'utf8')).lessons.find((l) => l.id === lesson.id);
   const paths = [
     ...SHARED.map((p) => join(ROOT, p)),
-    lesson.paths.verifier,
+    ...verifierFiles(lesson.paths.verifier),
     join(ROOT, 'solutions', lesson.id),
     join(ROOT, 'test', 'fixtures', lesson.id),
   ];

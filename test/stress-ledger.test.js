@@ -1,9 +1,9 @@
 // The stress ledger counts rounds across runs only while the code they ran is
 // unchanged: a change to any file a verdict depends on starts the count again.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fingerprintOf, readLedger, recordRun, standing, writeLedger } from '../scripts/stress-ledger.js';
+import { fingerprintOf, readLedger, recordRun, standing, verifierFiles, writeLedger } from '../scripts/stress-ledger.js';
 import { loadLessons } from '../lib/manifest.js';
 
 let dir;
@@ -20,6 +20,21 @@ test("a lesson's fingerprint changes when its verifier changes, and only then", 
   expect(fingerprintOf(lessonWith(verifier))).toBe(before);
   writeFileSync(verifier, 'export default [() => {}];\n');
   expect(fingerprintOf(lessonWith(verifier))).not.toBe(before);
+});
+
+test('a verifier depends on the shared checks it loads (imports, re-exports, threads), not on the others', () => {
+  mkdirSync(join(dir, 'shared'));
+  const file = (name, text) => (writeFileSync(join(dir, name), text), join(dir, name));
+  const verifier = file('lesson.js', "import { a } from './shared/a.js';\nexport * from './shared/re.js';\n");
+  const a = file('shared/a.js', "export const a = new URL('./thread.js', import.meta.url);\n");
+  const re = file('shared/re.js', 'export const re = 1;\n');
+  const thread = file('shared/thread.js', '');
+  file('shared/unused.js', "import './a.js';\n");
+  expect(verifierFiles(verifier, { within: dir }).sort()).toEqual([verifier, a, re, thread].sort());
+  // In the real tree: fork never loads the drain rules, graceful-shutdown does.
+  const [fork, graceful] = ['fork', 'graceful-shutdown'].map((id) => verifierFiles(loadLessons().find((l) => l.id === id).paths.verifier));
+  expect(fork.some((f) => f.endsWith('verify/shared/drain.js'))).toBe(false);
+  expect(graceful.some((f) => f.endsWith('verify/shared/drain.js'))).toBe(true);
 });
 
 test("each lesson has its own fingerprint (its solution and fixtures are in it)", () => {
