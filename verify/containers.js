@@ -15,13 +15,19 @@ import { countWorkers } from './shared/workers.js';
 import { startKeepAliveInFlight } from './shared/inflight.js';
 import { watchShutdown, exitWithinDeadline, EXIT_DEADLINE_MS } from './shared/shutdown.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive, DRAIN_MS } from './shared/drain.js';
+import { watchStopsAccepting, stillAcceptingFailure } from './shared/stops-accepting.js';
 import { readDockerfile, execForm, lastOf, envOf } from './shared/dockerfile.js';
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
 import { isolationSupport, isolationPrefix, allowedCpus } from '../lib/harness/isolation.js';
 import { isReaped, namespacePidOf } from '../lib/harness/processes.js';
 
 const WORKERS = 2;
-const SLOW = '/slow?ms=1000';
+// Long enough that a worker draining without closing its server keeps the
+// port open well past STOP_ACCEPTING_MS, short enough to exit within 5 s.
+const SLOW = '/slow?ms=2000';
+// A program that calls worker.disconnect() refuses new connections within
+// tens of milliseconds of the signal (63 ms at worst, seen under 2 CPU hogs).
+const STOP_ACCEPTING_MS = 1000;
 const KEEP_ALIVE_CLIENTS = 3;
 const RUNNERS = new Set(['node', 'nodejs', 'tini', 'tini-static', 'dumb-init']);
 const INITS = new Set(['tini', 'tini-static', 'dumb-init']);
@@ -173,7 +179,9 @@ const pid1Sigterm = {
     watch.sent();
     ctx.log(`kill -TERM ${ctx.primaryPid}   (PID 1 of the namespace, from outside it: what docker stop sends)`);
     ctx.program.signalPrimary('SIGTERM');
-    const state = { watch, clients, slow, nsPids };
+    // From the signal on, alongside the wait for the exit: judged by pid1-stops-accepting.
+    const accepting = watchStopsAccepting(ctx, { withinMs: STOP_ACCEPTING_MS }).catch(() => null);
+    const state = { watch, clients, slow, nsPids, accepting };
     ctx.data.pid1 = state;
     const atExit = await exitWithinDeadline(watch);
     if (!atExit) {
@@ -206,6 +214,29 @@ const pid1Sigterm = {
     }
     state.exitMs = Math.round(exitAt - watch.signalAt);
     ctx.log(`PID 1 exited with code 0, ${Math.round(exitAt - watch.signalAt)} ms after SIGTERM (the kernel then ends whatever is left in its namespace)`);
+  },
+};
+
+const pid1StopsAccepting = {
+  id: 'pid1-stops-accepting',
+  title: `as PID 1: with the ${SLOW} request in flight, new connections are refused within ${STOP_ACCEPTING_MS / 1000} s of SIGTERM`,
+  async run(ctx) {
+    const state = ctx.data.pid1;
+    if (!state) {
+      ctx.attach('skipped', 'with the step before');
+      return;
+    }
+    const seen = await state.accepting;
+    if (!seen) throw new Error('the watch on the port ended without a result');
+    if (!seen.refused) {
+      const f = stillAcceptingFailure({ port: ctx.port, withinMs: STOP_ACCEPTING_MS, accepted: seen.accepted, signal: 'SIGTERM to PID 1', inFlight: SLOW });
+      ctx.fail(f.message, {
+        ...f,
+        reproduce: [`${ctx.curl(SLOW)} &`, 'kill -TERM $(pgrep -P $pid)   # $pid is unshare; its child is node, PID 1 inside', `sleep 0.5; curl -s http://127.0.0.1:${ctx.port}/   # refused: "Failed to connect"`],
+        showOutput: true,
+      });
+    }
+    ctx.log(`new connections refused ${seen.ms} ms after SIGTERM, with ${SLOW} still in flight`);
   },
 };
 
@@ -352,5 +383,5 @@ const noZombie = {
 export default {
   env: { WORKERS: String(WORKERS), SHUTDOWN_TIMEOUT: '5000' },
   before: [dockerfileCmd, dockerfileUser, dockerfileEnv],
-  steps: [pid1Sigterm, pid1Drains, cpuCount, noZombie],
+  steps: [pid1Sigterm, pid1StopsAccepting, pid1Drains, cpuCount, noZombie],
 };

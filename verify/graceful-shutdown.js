@@ -18,7 +18,7 @@ import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliv
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
 import { readFileSync } from 'node:fs';
 import { isAlive } from '../lib/harness/processes.js';
-import { portInUse } from '../lib/harness/ports.js';
+import { watchStopsAccepting, stillAcceptingFailure } from './shared/stops-accepting.js';
 
 const WORKERS = 3;
 const SHUTDOWN_TIMEOUT = 5000;
@@ -393,16 +393,8 @@ const killedWorkerAgainStep = {
 /**
  * The last round begins: a request that outlives the limit is in flight at
  * SIGTERM, so for seconds the shutdown is under way while a worker is busy.
- * In those seconds the program must refuse new connections (every worker
- * stopped accepting: worker.disconnect() closes its server, and the primary
- * closes the port once none listens). A worker that drains without closing
- * its server (http-terminator's terminate() closes it only at the end, and
- * destroys every connection that arrives meanwhile) goes on taking the
- * connections the primary hands it and resets them. A client cannot tell
- * that from a request lost mid-way; a refused one it can retry anywhere.
- * The clients of the other rounds cannot see it: once the whole program is
- * shutting down, nobody can answer them, so they count a reset of a new
- * connection as turned away (verify/shared/drain.js).
+ * In those seconds the program must refuse new connections (why the clients
+ * of the other rounds cannot see it: verify/shared/stops-accepting.js).
  */
 const stopsAcceptingStep = {
   id: 'stops-accepting',
@@ -419,28 +411,16 @@ const stopsAcceptingStep = {
     ctx.signalPrimary('SIGTERM');
     watch.sent();
     ctx.data.limitRound = { watch, holder };
-    let accepted = 0;
-    const refused = await ctx.poll(
-      async () => {
-        if (!(await portInUse(ctx.port))) return true;
-        accepted += 1;
-        return false;
-      },
-      { timeoutMs: STOP_ACCEPTING_MS, intervalMs: 50 },
-    );
-    if (!refused.ok) {
-      ctx.fail(`The program still accepted new connections ${STOP_ACCEPTING_MS / 1000} s after SIGTERM, while a request was still in flight.`, {
-        expected: 'every worker stops accepting at the signal (worker.disconnect() closes its server), so the port refuses new connections while the requests in flight finish',
-        actual: `every one of ${accepted} connections opened to port ${ctx.port} in the ${STOP_ACCEPTING_MS / 1000} s after the signal was accepted`,
-        explanation:
-          'While the port still takes connections, the primary hands them to workers that are shutting down. A worker that drains without closing its server either ends them unanswered (their clients cannot tell whether the request was lost, so they cannot safely retry it elsewhere) or serves new clients for as long as they come. ' +
-          "Possible causes: the primary never calls worker.disconnect() (it only messages the workers); a worker drains with a library whose terminate() closes the server only at the end (http-terminator: call worker.disconnect() as well, or server.close() first); the primary itself listens on the port.",
+    const seen = await watchStopsAccepting(ctx, { withinMs: STOP_ACCEPTING_MS });
+    if (!seen.refused) {
+      const f = stillAcceptingFailure({ port: ctx.port, withinMs: STOP_ACCEPTING_MS, accepted: seen.accepted, signal: 'SIGTERM', inFlight: STUCK });
+      ctx.fail(f.message, {
+        ...f,
         reproduce: [`${ctx.curl(STUCK)} &`, `kill -TERM ${ctx.primaryPid}; sleep 1`, `curl -s http://127.0.0.1:${ctx.port}/   # refused: "Failed to connect"`],
-        hint: "on SIGTERM, call worker.disconnect() on every worker: each closes its server at once, and finishes its requests in flight after.",
         showOutput: true,
       });
     }
-    ctx.log(`new connections refused ${Math.round(refused.ms)} ms after SIGTERM, with ${STUCK} still in flight`);
+    ctx.log(`new connections refused ${seen.ms} ms after SIGTERM, with ${STUCK} still in flight`);
   },
 };
 
