@@ -12,6 +12,7 @@
 // listens (on 'online', or before forking it) shows as a long dip every run.
 import { countWorkers, expectPrimaryAlive } from './shared/workers.js';
 import { startInFlight } from './shared/inflight.js';
+import { startLateSenders, SEND_AFTER_MS } from './shared/late-senders.js';
 import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
 import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive } from './shared/drain.js';
@@ -85,7 +86,7 @@ function failureCause(ctx, bad) {
   if (reset) {
     return {
       explanation:
-        'Connections were reset before an answer: the worker that held them closed them without answering. Possible causes: the worker was killed (worker.kill(), process.kill) or exited (process.exit) before its requests were done; server.closeAllConnections() ran before the time limit; or a drain destroyed connections that had just been handed to the worker and had not been read yet (a drain library that destroys every socket without a request in progress, such as http-terminator\'s terminate(), called while the primary still hands the worker connections).',
+        'Connections were reset before an answer: the worker that held them closed them without answering. Possible causes: the worker was killed (worker.kill(), process.kill) or exited (process.exit) before its requests were done; server.closeAllConnections() ran before the time limit; or a drain ended connections the worker held whose request it had not read yet (a drain library that destroys or ends every socket without a request in progress: http-terminator\'s terminate(), stoppable\'s stop(); Node\'s own server.close() leaves them open and answers them). The verifier keeps connections open that send their request 200 ms later, so every retiring worker holds some.',
       hint: 'retire an old worker with worker.disconnect() and let it finish; end connections only at the time limit.',
     };
   }
@@ -101,11 +102,12 @@ function failureCause(ctx, bad) {
   };
 }
 
-/** Fails when the fresh-connection load or the keep-alive clients saw a failure. */
-function expectNoFailures(ctx, { results, keepAlive, lingering }, what) {
+/** Fails when the fresh-connection load, the late senders or the keep-alive clients saw a failure. */
+function expectNoFailures(ctx, { results: load, lateResults, keepAlive, lingering }, what) {
+  const results = [...load, ...lateResults];
   const bad = results.filter(failed);
   const k = classifyKeepAlive(keepAlive);
-  ctx.log(`${results.length} requests over fresh connections during ${what}, ${bad.length} failed`);
+  ctx.log(`${results.length} requests over fresh connections during ${what} (${lateResults.length} of them sent ${SEND_AFTER_MS} ms after their connection opened), ${bad.length} failed`);
   ctx.log(summarizeKeepAlive(keepAlive, k));
   const kaProblems = describeKeepAliveFailures(k);
   // A worker that kept its keep-alive clients is why their requests were cut at its kill: say that first.
@@ -114,7 +116,7 @@ function expectNoFailures(ctx, { results, keepAlive, lingering }, what) {
     const { explanation, hint } = failureCause(ctx, bad);
     ctx.fail(`${bad.length} of ${results.length} requests failed during ${what}.`, {
       expected: 'every request answered with status 200 while the workers are replaced',
-      actual: `${summarizeFailures(results)}; first: ${describeResult(bad[0])}`,
+      actual: `${summarizeFailures(results)}; first: ${describeResult(bad[0])}${bad[0].sentAfterMs ? ` (a request sent ${bad[0].sentAfterMs} ms after its connection opened)` : ''}`,
       explanation,
       reproduce: [`while true; do ${ctx.curl('/')} || echo FAILED; done &`, `kill -USR2 ${ctx.primaryPid}`],
       hint,
@@ -149,6 +151,9 @@ function failLingering(ctx, lingering) {
 async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) {
   const old = ctx.workers();
   const load = ctx.startLoad({ concurrency, timeoutMs: 5000 });
+  // Connections whose request comes 200 ms after they open: every retiring
+  // worker holds some whose request it has not read yet (shared/late-senders.js).
+  const late = startLateSenders(ctx, { timeoutMs: 5000 });
   // At least 2 busy keep-alive connections on every retiring worker, every run.
   const clients = await keepAliveOnEvery(ctx, old, { port: ctx.port, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, perWorker: 2, initial: KEEP_ALIVE_CONNECTIONS, more: 2, max: 4 * KEEP_ALIVE_CONNECTIONS });
   const throttle = await holdNewWorkersAtOnline(ctx, { initial: old });
@@ -164,6 +169,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   }
   const end = await restartFinished(ctx, WORKERS, old, signalAt + (second ? 2 : 1) * RESTART_LIMIT_MS);
   const results = await load.stop();
+  const lateResults = await late.stop();
   await throttle.stop();
   // The keep-alive clients run until the retired workers are gone (bounded), so a worker that keeps them shows.
   await ctx.poll(() => old.every((pid) => !isAlive(pid)) || ctx.program.exited, { timeoutMs: SHUTDOWN_TIMEOUT + 1500 });
@@ -181,7 +187,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
     old.filter((pid) => !final.includes(pid) && timeline.has(pid)).map((pid) => [pid, Math.max(timeline.get(pid).last, Number.isFinite(firstClose(pid)) ? firstClose(pid) : -Infinity)]),
   );
   const lingering = lingeringWorkers(keepAlive, retiredAt);
-  return { old, signalAt, end, results, keepAlive, slowResult, dips, timeline, lingering, throttle, started, retiredAt };
+  return { old, signalAt, end, results, lateResults, keepAlive, slowResult, dips, timeline, lingering, throttle, started, retiredAt };
 }
 
 /** Fails when fewer than WORKERS workers accepted new connections for longer than DIP_TOLERANCE_MS. */

@@ -1,0 +1,62 @@
+// Clients that open a connection and send their request a moment later (a
+// client slow to send, a proxy that opens connections ahead of its
+// requests). When a worker retires in that moment, it holds a connection
+// whose request it has not read yet. Node's own server.close() (what
+// worker.disconnect() calls) leaves such a connection open and answers it;
+// drain libraries that end every socket with no request in progress
+// (http-terminator's terminate(), stoppable's stop()) close it unanswered,
+// and its client loses a request it had already sent. With fresh connections
+// that send at once, that loss needs a connection to land in a window of a
+// few milliseconds and shows one run in several; with enough connections
+// always waiting, every retiring worker holds some, and it shows every time.
+import { request } from '../../lib/harness/http.js';
+
+// How long each connection waits before it sends its request.
+export const SEND_AFTER_MS = 200;
+// Connections waiting at any moment: about 3 per worker of 3, so that a
+// retiring worker holds none with a chance of about e^-3 (5 %), and all 3 of
+// a restart's retirees none with a chance of about 1 in 10,000.
+const CONNECTIONS = 9;
+
+/**
+ * Starts the late senders: CONNECTIONS loops, each opening a connection,
+ * sending GET `path` SEND_AFTER_MS later, waiting for the answer, again.
+ * @returns {{ results: object[], stop({ abandon }?): Promise<object[]> }} results as startLoad's,
+ *   each with sentAfterMs
+ */
+export function startLateSenders(ctx, { path = '/', timeoutMs = 4000 } = {}) {
+  const results = [];
+  let running = true;
+  const pending = new Set();
+  ctx.signal.addEventListener(
+    'abort',
+    () => {
+      running = false;
+      for (const p of pending) p.controller.abort();
+    },
+    { once: true },
+  );
+  const loop = async () => {
+    while (running && !ctx.signal.aborted) {
+      const start = performance.now();
+      const controller = new AbortController();
+      const entry = { start, controller };
+      pending.add(entry);
+      const gate = new Promise((resolve) => setTimeout(resolve, SEND_AFTER_MS));
+      const r = await request(ctx.port, path, { timeoutMs, host: ctx.program?.host ?? undefined, signal: controller.signal, gate });
+      pending.delete(entry);
+      results.push({ ...r, start, end: performance.now(), sentAfterMs: SEND_AFTER_MS, ...(controller.signal.aborted && { abandoned: true }) });
+    }
+  };
+  const loops = Array.from({ length: CONNECTIONS }, loop);
+  return {
+    results,
+    /** Stops sending; abandon({ start }) picks the requests not worth waiting for (as startLoad's stop). */
+    async stop({ abandon } = {}) {
+      running = false;
+      if (abandon) for (const p of pending) if (abandon(p)) p.controller.abort();
+      await Promise.all(loops);
+      return results;
+    },
+  };
+}
