@@ -24,6 +24,8 @@ import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliv
 import { CONVERGE_MS, REPLACEMENT_EXPLANATION, answersConfig, show, staleAfterUpdate } from './shared/config.js';
 import { judgeIncrements, incrementsFailure } from './shared/counter.js';
 import { SURVIVOR_GRACE_MS } from './shared/shutdown.js';
+import { watchStopsAccepting, stillAcceptingFailure } from './shared/stops-accepting.js';
+import { startLateSenders } from './shared/late-senders.js';
 import { crashLoopAndRecovery, expectCrashLoopContained } from './shared/crash-loop.js';
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
 import {
@@ -54,7 +56,13 @@ const MATURE_DEATHS = 6;
 const SHUTDOWN_WITHIN_MS = 5000;
 const SHUTDOWN_TIMEOUT = 5000;
 const KEEP_ALIVE_CLIENTS = 4;
-const SLOW_MS = 1500;
+// In flight at SIGTERM: long enough that a worker draining without closing
+// its server keeps the port open well past STOP_ACCEPTING_MS, short enough
+// for the exit within SHUTDOWN_WITHIN_MS.
+const SLOW_MS = 2000;
+// A program that calls worker.disconnect() refuses new connections within
+// tens of milliseconds of the signal (verify/shared/stops-accepting.js).
+const STOP_ACCEPTING_MS = 1000;
 const LOAD_TIMEOUT_MS = 4000;
 
 const now = () => performance.now();
@@ -171,9 +179,10 @@ export default {
           expected: 'every request answered 200, except those in flight to a worker at the moment it died',
           actual: `${causesText(card.requests.failedByCause)}:\n${shown.join('\n')}`,
           explanation:
-            'Look at the event just before each failure. Refused during a rolling restart: the old workers left before the new ones listened. ' +
-            'Reset or status 500 on POST /count: a worker answered before the primary did, or lost its reply. Failures after SIGUSR2 with the crash loop: ' +
-            `the primary forked nothing. Replay the same schedule: ${replayCommand(ctx)}`,
+            'Look at the event just before each failure and at how it failed. Possible causes: ' +
+            'refused during a rolling restart: the old workers left before the new ones listened (after the crash loop\'s SIGUSR2: or the primary forked none); ' +
+            'a new connection reset during a rolling restart: a retiring worker ended connections the primary had just handed it, before it read their request (a drain library that destroys or ends every socket with no request yet: http-terminator\'s terminate(), stoppable\'s stop(); or server.closeAllConnections() or a kill before the time limit); ' +
+            `reset or status 500 on POST /count: a worker answered before the primary did, or lost its reply. Replay the same schedule: ${replayCommand(ctx)}`,
           showOutput: true,
         });
       },
@@ -212,7 +221,7 @@ export default {
     },
     {
       id: 'shutdown-clean',
-      title: `SIGTERM: the /slow request in flight completes, nothing is respawned, the primary exits 0 within ${SHUTDOWN_WITHIN_MS / 1000} s, no worker left`,
+      title: `SIGTERM: new connections refused within ${STOP_ACCEPTING_MS / 1000} s, the /slow request in flight completes, nothing is respawned, the primary exits 0 within ${SHUTDOWN_WITHIN_MS / 1000} s, no worker left`,
       async run(ctx) {
         const s = ctx.data.card.shutdown;
         const replay = `Replay the same schedule: ${replayCommand(ctx)}`;
@@ -227,6 +236,10 @@ export default {
             hint: "in the workers, process.on('SIGTERM', () => {}) and process.on('SIGINT', () => {}); in the primary, worker.disconnect() for every worker.",
             showOutput: true,
           });
+        }
+        if (s.accepting && !s.accepting.refused) {
+          const f = stillAcceptingFailure({ port: ctx.port, withinMs: STOP_ACCEPTING_MS, accepted: s.accepting.accepted, signal: 'SIGTERM to the process group', inFlight: `GET /slow?ms=${SLOW_MS}` });
+          ctx.fail(f.message, { ...f, explanation: `${f.explanation} ${replay}`, showOutput: true });
         }
         if (s.lingering.length) {
           const f = lingeringFailure(s.lingering[0], { what: 'SIGTERM', all: s.lingering });
@@ -267,7 +280,7 @@ export default {
             explanation: `The primary must wait for every worker's 'exit' before it exits. ${replay}`,
           });
         }
-        ctx.log(`exit code 0 after ${(s.ms / 1000).toFixed(2)} s; /slow answered 200; no respawn; nothing left`);
+        ctx.log(`new connections refused ${s.accepting?.ms ?? '?'} ms after SIGTERM; exit code 0 after ${(s.ms / 1000).toFixed(2)} s; /slow answered 200; no respawn; nothing left`);
       },
     },
   ],
@@ -277,7 +290,8 @@ function describeFailure(r, timeline, t0) {
   const t = (x) => ((x - t0) / 1000).toFixed(2);
   const before = timeline.filter((e) => e.at <= r.end).pop();
   const what = r.ok ? `status ${r.status}` : r.abandoned ? 'no answer' : r.error;
-  return `    t=${t(r.start)}..${t(r.end)} s  ${r.method} ${r.url.replace(/^http:\/\/[^/]+/, '')}: ${what}${before ? `   (last event: ${before.kind} at t=${t(before.at)} s)` : ''}`;
+  const late = r.sentAfterMs ? ` (request sent ${r.sentAfterMs} ms after its connection opened)` : '';
+  return `    t=${t(r.start)}..${t(r.end)} s  ${r.method} ${r.url.replace(/^http:\/\/[^/]+/, '')}${late}: ${what}${before ? `   (last event: ${before.kind} at t=${t(before.at)} s)` : ''}`;
 }
 
 /** A request whose start and end are known, like the load's. */
@@ -338,13 +352,26 @@ function startChaos(ctx) {
       await sleepFor(15, ctx.signal).catch(() => {});
     }
   })();
-  const matureDeathsSince = (t) => [...diedAt].filter(([pid, at]) => at >= t && at - (firstSeen.get(pid) ?? at) >= 1000).length;
+  // Only the deaths the verifier itself caused (a SIGKILL, GET /crash): every
+  // primary sees those as unplanned. The old workers a rolling restart
+  // retires, and a hung worker the primary kills itself, a program may leave
+  // out of its count (rightly: they are not crashes), so counting them here
+  // would credit deaths the program never counted, and a schedule with a
+  // restart before the crash loop made too few for its count to trip.
+  const caused = new Set();
+  const matureDeathsSince = (t) => [...diedAt].filter(([pid, at]) => caused.has(pid) && at >= t && at - (firstSeen.get(pid) ?? at) >= 1000).length;
 
   const loads = [
     ctx.startLoad({ path: '/', concurrency: 3, timeoutMs: LOAD_TIMEOUT_MS }),
     ctx.startLoad({ path: '/config', concurrency: 1, timeoutMs: LOAD_TIMEOUT_MS }),
   ];
   const allLoadResults = () => loads.flatMap((l) => l.results);
+  // Beside them, connections whose request comes 200 ms after they open: a
+  // worker retired by a rolling restart holds some whose request it has not
+  // read yet, every time (shared/late-senders.js). Judged with the load by
+  // no-failed-requests; not part of the capacity evidence.
+  const lateSenders = startLateSenders(ctx);
+  ctx.onTeardown(() => lateSenders.stop());
   // Keep-alive clients beside the fresh connections, through the whole
   // chaos and the shutdown (lesson graceful-shutdown's drain check).
   const keepAlive = startKeepAliveClients(ctx.port, { connections: KEEP_ALIVE_CLIENTS, timeoutMs: LOAD_TIMEOUT_MS, endOnRefusal: () => chaos.shutdownAt !== null });
@@ -395,7 +422,7 @@ function startChaos(ctx) {
     await sampler;
   };
   const chaos = {
-    ctx, seed, schedule, t0, say, timeline, faults, card, firstSeen, matureDeathsSince, loads, allLoadResults, keepAlive, stopSampler,
+    ctx, seed, schedule, t0, say, timeline, faults, card, firstSeen, caused, matureDeathsSince, loads, lateSenders, allLoadResults, keepAlive, stopSampler,
     pickVictim, waitMature, primaryAlive, settle, shutdownAt: null, increments: null, incrementsBefore: null, configPosted: null,
   };
   return chaos;
@@ -403,13 +430,14 @@ function startChaos(ctx) {
 
 async function runChaos(ctx) {
   const chaos = startChaos(ctx);
-  const { schedule, t0, say, timeline, faults, card, firstSeen, matureDeathsSince, loads, keepAlive, primaryAlive, settle } = chaos;
+  const { schedule, t0, say, timeline, faults, card, firstSeen, matureDeathsSince, loads, lateSenders, keepAlive, primaryAlive, settle } = chaos;
 
   for (const [index, event] of schedule.entries()) {
     if (event.kind === 'shutdown') break;
     // Made certain, not left to the seed's timing: before the crash loop, at
-    // least MATURE_DEATHS deaths of workers that had served for a while in
-    // the last 10 s (more kills if the schedule left fewer). A primary that
+    // least MATURE_DEATHS workers that had served for a while killed or
+    // crashed by the verifier in the last 9 s (more kills if the schedule
+    // left fewer). A primary that
     // counts every death toward the crash loop stops respawning here, and
     // the next kill finds no replacement; a right one replaces them all.
     if (event.kind === 'crash-loop') {
@@ -422,7 +450,7 @@ async function runChaos(ctx) {
       for (let extra = 0, enough = false; extra <= MATURE_DEATHS && !enough; extra++) {
         enough = matureDeathsSince(since()) >= MATURE_DEATHS;
         primaryAlive('during the chaos');
-        ctx.log(`t=${((now() - t0) / 1000).toFixed(2)} s  extra kill (${matureDeathsSince(since())} deaths of serving workers in the last 9 s${restartAt > now() - 9000 ? ', since the SIGUSR2' : ''})`);
+        ctx.log(`t=${((now() - t0) / 1000).toFixed(2)} s  extra kill (${matureDeathsSince(since())} serving workers killed or crashed by the verifier in the last 9 s${restartAt > now() - 9000 ? ', since the SIGUSR2' : ''})`);
         timeline.push({ kind: 'kill', at: now() });
         await EVENTS.kill.inject(chaos, { pick: (extra % MATURE_DEATHS) / MATURE_DEATHS });
         await settle();
@@ -448,19 +476,23 @@ async function runChaos(ctx) {
   // Shutdown: a /slow request in flight, then SIGTERM.
   await sleepFor(schedule.at(-1).gapMs, ctx.signal);
   timeline.push({ kind: 'shutdown', at: now() });
-  say(`GET /slow?ms=${SLOW_MS} on a keep-alive connection, then SIGTERM to the whole group`);
-  // Read by a worker before the signal, on a connection that goes on sending
-  // afterwards (lesson graceful-shutdown's in-flight request).
-  const slowConn = await startKeepAliveInFlight(ctx, `/slow?ms=${SLOW_MS}`, { timeoutMs: SLOW_MS + 6000, then: '/' });
-  ctx.onTeardown(() => slowConn.stop());
   // Requests caught in a killed worker never answer; stop waiting for them.
   const stuck = (p) => faults.some((f) => p.start <= f.at + 250);
   const loadResults = (await Promise.all(loads.map((l) => l.stop({ abandon: stuck })))).flat();
+  const lateResults = await lateSenders.stop({ abandon: stuck });
   const loadEnd = now();
+  say(`GET /slow?ms=${SLOW_MS} on a keep-alive connection, then SIGTERM to the whole group`);
+  // Read by a worker right before the signal (so nearly all of it is still
+  // to run at the signal), on a connection that goes on sending afterwards
+  // (lesson graceful-shutdown's in-flight request).
+  const slowConn = await startKeepAliveInFlight(ctx, `/slow?ms=${SLOW_MS}`, { timeoutMs: SLOW_MS + 6000, then: '/' });
+  ctx.onTeardown(() => slowConn.stop());
   const sigAt = now();
   const drained = ctx.workers();
   chaos.shutdownAt = sigAt;
   ctx.signalGroup('SIGTERM');
+  // From the signal on, alongside the wait for the exit.
+  const accepting = watchStopsAccepting(ctx, { withinMs: STOP_ACCEPTING_MS }).catch(() => null);
   const exit = await ctx.program.waitForExit(SHUTDOWN_WITHIN_MS + 1000);
   const exitMs = Math.round(now() - sigAt);
   // Right when the primary exits, its workers must be gone already (the
@@ -481,6 +513,7 @@ async function runChaos(ctx) {
   await chaos.stopSampler();
   const respawned = [...firstSeen].filter(([, t]) => t > sigAt + 20).map(([pid]) => pid);
   card.shutdown = {
+    accepting: await accepting,
     exit,
     ms: exitMs,
     slow: slowResult.ok ? (slowResult.status === 200 ? 'answered 200' : `answered status ${slowResult.status}`) : slowResult.error,
@@ -491,7 +524,7 @@ async function runChaos(ctx) {
   };
 
   // The score card.
-  const requests = [...loadResults, ...incrementResults];
+  const requests = [...loadResults, ...lateResults, ...incrementResults];
   const { succeeded, excused, unexcused } = classify(requests, faults);
   card.requests = {
     sent: requests.length,
@@ -525,6 +558,7 @@ async function killAndSeeReplaced(chaos, event) {
   const victim = await pickVictim(event);
   say(`SIGKILL worker ${victim}`);
   faults.push({ kind: 'kill', at: now() });
+  chaos.caused.add(victim);
   ctx.killWorker(victim, 'SIGKILL');
   await waitForReplacement(ctx, WORKERS, [victim], { timeoutMs: REPLACE_WITHIN_MS, neverCame: matureDeathHint(victim) });
 }
@@ -535,6 +569,7 @@ async function crashAndSeeReplaced(chaos) {
   const before = ctx.workers();
   say('GET /crash');
   const { result, died } = await crashOneWorker(ctx, before);
+  for (const pid of died) chaos.caused.add(pid);
   // Its own connection is reset by its death: that is the moment.
   faults.push({ kind: 'crash', at: result.end });
   await waitForReplacement(ctx, WORKERS, died, { timeoutMs: REPLACE_WITHIN_MS });

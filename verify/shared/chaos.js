@@ -149,7 +149,9 @@ export function scorecardLines(card) {
     row(
       'shutdown',
       s.exit
-        ? `${s.exit.signal ? `killed by ${s.exit.signal}` : `exit code ${s.exit.code}`} after ${(s.ms / 1000).toFixed(2)} s; /slow ${s.slow}; ` +
+        ? `${s.exit.signal ? `killed by ${s.exit.signal}` : `exit code ${s.exit.code}`} after ${(s.ms / 1000).toFixed(2)} s; ` +
+            (s.accepting ? (s.accepting.refused ? `new connections refused after ${s.accepting.ms} ms; ` : `still accepting new connections after the signal (${s.accepting.accepted} accepted); `) : '') +
+            `/slow ${s.slow}; ` +
             `${s.leftover.length ? `left ${s.leftover.join(', ')}` : 'no process left'}; ${s.respawned.length ? `forked ${s.respawned.join(', ')} during shutdown` : 'no respawn'}`
         : `the primary was still running ${(s.ms / 1000).toFixed(1)} s after SIGTERM`,
     );
