@@ -2,7 +2,7 @@
 // that "nothing answered on PORT" can say where the program listens instead.
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 
-/** The rows of /proc/net/tcp{,6}: { local: [hex address, port], state, inode }. */
+/** The rows of /proc/net/tcp{,6}: { hex, port, remoteHex, state, rxQueue, inode }. */
 function tcpRows() {
   const rows = [];
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
@@ -16,7 +16,7 @@ function tcpRows() {
       const f = row.trim().split(/\s+/);
       if (f.length < 10) continue;
       const [hex, port] = f[1].split(':');
-      rows.push({ hex, port: parseInt(port, 16), remoteHex: f[2].split(':')[0], state: f[3], inode: f[9] });
+      rows.push({ hex, port: parseInt(port, 16), remoteHex: f[2].split(':')[0], state: f[3], rxQueue: parseInt(f[4].split(':')[1], 16), inode: f[9] });
     }
   }
   return rows;
@@ -61,6 +61,16 @@ export function connectionsHeld(port, pids) {
   if (process.platform !== 'linux') return 0;
   const established = new Set(tcpRows().filter((r) => r.state === '01' && r.port === port).map((r) => r.inode));
   return socketInodesOf(pids).filter((inode) => established.has(inode)).length;
+}
+
+/**
+ * How many established connections to the local port still have bytes the
+ * server has not read (their receive queue): 0 once the program has read
+ * every request sent to it. Linux only (elsewhere: 0).
+ */
+export function unreadConnections(port) {
+  if (process.platform !== 'linux') return 0;
+  return tcpRows().filter((r) => r.state === '01' && r.port === port && r.rxQueue > 0).length;
 }
 
 /**

@@ -2,13 +2,20 @@
 // lessons that keep it in the primary (shared-state) and in Redis
 // (redis-state). Each lesson supplies its own explanation of the causes.
 import { setMaxListeners } from 'node:events';
-import { connectionsHeld } from '../../lib/harness/sockets.js';
+import { connectionsHeld, unreadConnections } from '../../lib/harness/sockets.js';
+import { trySignal } from '../../lib/harness/processes.js';
+import { sleepFor } from '../../lib/harness/context.js';
 import { pipelined, pipelinedReproduce } from '../../lib/harness/pipelined.js';
 
 // Of the burst, this many pairs go pipelined: two requests written at once on
 // one connection, which the worker parses in one go, so it certainly holds
 // two requests at once (see lib/harness/pipelined.js).
 const PIPELINED_PAIRS = 30;
+// holdPrimary: the longest the primary stays paused, and the margin after the
+// last request was read (see expectUniqueIncrements).
+const HOLD_LIMIT_MS = 2000;
+const ASK_MARGIN_MS = 50;
+
 
 /**
  * Sends `total` POST /count at once (most over fresh connections, 30 pairs
@@ -18,9 +25,16 @@ const PIPELINED_PAIRS = 30;
  *   perWorker: { explanation, hint } when every worker counted on its own
  *   duplicates({ samePid, crossPid }): { explanation, hint }
  *   noAnswer: { explanation, hint } when requests got no answer
+ * holdPrimary (the count lives in the primary): the primary is paused
+ * (SIGSTOP) from just before the burst is sent until every worker has read its
+ * requests, so that every worker has asked, many questions at once, before any
+ * answer comes. A reply matched to the wrong question (ids that repeat across
+ * workers, a reply sent to every worker, or to whichever asked last) then
+ * shows every run; without the pause, on a starved machine, one worker can
+ * ask and get its answers before the next has asked anything, and hide it.
  * Returns the results.
  */
-export async function expectUniqueIncrements(ctx, { total = 300, causes }) {
+export async function expectUniqueIncrements(ctx, { total = 300, causes, holdPrimary = false }) {
   const workers = ctx.workers();
   // Every request in flight listens on the step's abort signal.
   setMaxListeners(total + 20, ctx.signal);
@@ -54,7 +68,23 @@ export async function expectUniqueIncrements(ctx, { total = 300, causes }) {
     `${connections} connections open${handed.ok ? ` and handed to the workers in ${handed.ms} ms` : ` (${held} with a worker after 3 s)`}; ` +
       `every POST /count sent at once (${PIPELINED_PAIRS} connections carry 2 pipelined)`,
   );
-  open();
+  let paused = null;
+  if (holdPrimary && handed.ok) {
+    const primary = ctx.primaryPid;
+    ctx.onTeardown(() => trySignal(primary, 'SIGCONT'));
+    trySignal(primary, 'SIGSTOP');
+    const stoppedAt = performance.now();
+    open();
+    const read = await ctx.poll(() => unreadConnections(ctx.port) === 0, { timeoutMs: HOLD_LIMIT_MS, intervalMs: 5 });
+    // Reading a request and asking happen in the same turn of the worker's loop; a margin for the slowest.
+    await sleepFor(ASK_MARGIN_MS, ctx.signal);
+    trySignal(primary, 'SIGCONT');
+    paused = { ms: Math.round(performance.now() - stoppedAt), read: read.ok };
+    ctx.log(
+      `the primary was paused (SIGSTOP) for ${paused.ms} ms while the workers read ${read.ok ? 'every request' : `the requests (some still unread after ${HOLD_LIMIT_MS} ms)`}: ` +
+        'every worker asked before any answer came',
+    );
+  } else open();
   const results = (await Promise.all(pending)).flat();
   const postCurl = ctx.curl('/count', { method: 'POST' });
 
@@ -124,6 +154,21 @@ export async function expectUniqueIncrements(ctx, { total = 300, causes }) {
       return sorted.every((v, i) => v === i + 1);
     });
   if (countsOnItsOwn) {
+    // Two programs answer this way: one that counts in each worker, and one
+    // whose replies reach the wrong questions (ids that start at 1 in every
+    // worker, a reply every worker takes): each worker's question k then gets
+    // the first reply numbered k. Where the count lives tells them apart.
+    const { results: reads } = await ctx.reachWorkers('/count', { count: workers.length, maxRequests: 40 });
+    const totals = [...new Map(reads.filter((r) => r.ok && Number.isInteger(r.json?.count)).map((r) => [r.pid, r.json.count]))];
+    if (causes.mismatched && totals.length > 1 && totals.every(([, c]) => c === total)) {
+      ctx.fail(`Every worker answered 1, 2, 3... as if it counted by itself, yet GET /count answers ${total} from every worker: answers went to the wrong questions.`, {
+        expected: `the values 1 to ${total}, each once, whichever worker answers`,
+        actual: `per worker: ${perWorker}; then GET /count: ${totals.map(([pid, c]) => `${pid}: ${c}`).join(', ')}`,
+        explanation: causes.mismatched.explanation,
+        reproduce: [`for i in $(seq 50); do ${postCurl} & done; wait`],
+        hint: causes.mismatched.hint,
+      });
+    }
     ctx.fail('Each worker keeps its own count: every worker counted 1, 2, 3... by itself.', {
       expected: `the values 1 to ${total}, each once, whichever worker answers`,
       actual: `per worker: ${perWorker}`,
