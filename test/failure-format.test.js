@@ -26,6 +26,15 @@ test('URLs are quoted, the primary pid becomes $pid from the start line, other p
   ]);
 });
 
+test("a URL ends where the shell's word ends: a ; after it stays outside the quotes, a query's & inside", () => {
+  const failure = new StepFailure('x', { reproduce: ['for i in $(seq 6); do curl -s -X POST http://127.0.0.1:4100/count; echo; done', 'curl -s http://127.0.0.1:4100/a?x=1&y=2 &'] });
+  const cmds = reproduceOf(formatFailure(failure, { commandLine: 'PORT=4100 node server.js', primaryPid: 1 }));
+  expect(cmds.slice(1)).toEqual([
+    "for i in $(seq 6); do curl -s -X POST 'http://127.0.0.1:4100/count'; echo; done",
+    "curl -s 'http://127.0.0.1:4100/a?x=1&y=2' &",
+  ]);
+});
+
 test('without pids, the start line is as before and no note is added', () => {
   const cmds = reproduceOf(formatFailure(new StepFailure('x', { reproduce: 'curl -s http://127.0.0.1:4100/' }), { commandLine: 'PORT=4100 node server.js', primaryPid: 1 }));
   expect(cmds).toEqual(['PORT=4100 node server.js &', "curl -s 'http://127.0.0.1:4100/'"]);

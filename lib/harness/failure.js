@@ -90,9 +90,15 @@ function mentionsPid(cmd) {
   return found;
 }
 
-/** Single-quotes every http(s) URL that is not quoted yet. */
+/**
+ * Single-quotes every http(s) URL that is not quoted yet. A URL ends at a
+ * character the shell reads as the end of a word (`;`, `|`, `<`, `>`, `(`,
+ * `)`, a backquote): `do curl -s URL; echo; done` keeps its `;` outside the
+ * quotes. `&` stays inside: it separates query parameters, and a background
+ * `&` is written after a space.
+ */
 export function quoteUrls(cmd) {
-  return cmd.replace(/(^|[^'"\w])(https?:\/\/[^\s'"]+)/g, (all, before, url) => `${before}'${url}'`);
+  return cmd.replace(/(^|[^'"\w])(https?:\/\/[^\s'"`;|<>()]+)/g, (all, before, url) => `${before}'${url}'`);
 }
 
 function wrap(text, width = 88) {
