@@ -468,6 +468,19 @@ export default {
             outputTitle: "machine B's output",
           });
         }
+        if (!exited && listening) {
+          // Seen without traffic: its port was still open once the drain should
+          // have been over (the traffic through nginx may not have reached it
+          // late enough to show, on a starved machine).
+          ctx.fail(`Machine B was still running ${SHUTDOWN_MS / 1000} s after SIGTERM, and ${DRAIN_MS / 1000} s after it still accepted connections on ${MACHINE_B}:${appPort}: its shutdown never began.`, {
+            expected: `machine B stops accepting at SIGTERM, drains and exits with code 0 within ${SHUTDOWN_MS / 1000} s`,
+            actual: `still running: ${b.processes({ includeMarked: false }).map((p) => p.pid).join(', ')}; still listening on ${MACHINE_B}:${appPort} ${DRAIN_MS / 1000} s after the signal`,
+            explanation: 'The machine went on as if nothing happened: SIGTERM to its process group must start the graceful shutdown, in the primary (process.on(\'SIGTERM\', ...) that disconnects every worker); the workers ignore it and let the primary decide. Possible causes: no SIGTERM handler that shuts down in the primary (a handler that only logs, or one on another signal), or workers that keep listening after their disconnect.',
+            hint: "in the primary: process.on('SIGTERM', shutdown), where shutdown disconnects every worker and exits 0 after the last 'exit'.",
+            outputLines: b.telltaleLines(10),
+            outputTitle: "machine B's output",
+          });
+        }
         if (!exited) {
           const running = b.processes({ includeMarked: false }).map((p) => p.pid);
           ctx.fail(`Machine B was still running ${SHUTDOWN_MS / 1000} s after SIGTERM.`, {
