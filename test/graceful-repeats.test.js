@@ -22,6 +22,10 @@ test('a crash on the 3rd repeated start fails killed-worker-again, and the messa
   const result = await verifyFile('graceful-shutdown', programs.programOf(join(FIXTURES_DIR, 'harness', 'crashes-on-sixth-sigterm.js')));
   expect(verdictOf(result)).toMatch(failedAt('killed-worker-again'));
   expect(result.failedStep.detail).toMatch(/exited with code 1 after SIGTERM to the primary as a worker is killed \(on repeat 3 of 5;/);
-  expect(Number(readFileSync(countFile, 'utf8'))).toBe(6);
+  // The 6th SIGTERM crashed the 3rd repeat. The start the verifier had
+  // already booted for the 4th is ended by the teardown, with SIGTERM to the
+  // group and to each process: when its handler was up by then (timing), it
+  // counts those 2 as well.
+  expect([6, 8]).toContain(Number(readFileSync(countFile, 'utf8')));
   expect(leftovers()).toEqual([]);
 });

@@ -14,18 +14,22 @@
 // So the verifier looks at the port itself, while a request it knows is still
 // running keeps the drain going.
 import { portInUse } from '../../lib/harness/ports.js';
+import { pollUntil } from '../../lib/harness/wait.js';
 
 const POLL_MS = 50;
 
 /**
  * Opens a connection every 50 ms from now on, until one is refused or
- * `withinMs` pass. Call it right after the signal.
+ * `withinMs` pass. Call it right after the signal. Not tied to the step that
+ * calls it (it is bounded by withinMs): a step may start it and end first,
+ * as containers' pid1-sigterm does when PID 1 exits at once, and a later
+ * step reads the result.
  * @returns {Promise<{ refused: boolean, ms: number, accepted: number }>}
  *   ms: how long after the call the first refusal came; accepted: connections taken before it
  */
 export async function watchStopsAccepting(ctx, { withinMs }) {
   let accepted = 0;
-  const r = await ctx.poll(
+  const r = await pollUntil(
     async () => {
       if (!(await portInUse(ctx.port))) return true;
       accepted += 1;
