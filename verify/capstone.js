@@ -237,7 +237,7 @@ export default {
             showOutput: true,
           });
         }
-        if (s.accepting && !s.accepting.refused) {
+        if (!s.accepting.refused) {
           const f = stillAcceptingFailure({ port: ctx.port, withinMs: STOP_ACCEPTING_MS, accepted: s.accepting.accepted, signal: 'SIGTERM to the process group', inFlight: `GET /slow?ms=${SLOW_MS}` });
           ctx.fail(f.message, { ...f, explanation: `${f.explanation} ${replay}`, showOutput: true });
         }
@@ -280,7 +280,7 @@ export default {
             explanation: `The primary must wait for every worker's 'exit' before it exits. ${replay}`,
           });
         }
-        ctx.log(`new connections refused ${s.accepting?.ms ?? '?'} ms after SIGTERM; exit code 0 after ${(s.ms / 1000).toFixed(2)} s; /slow answered 200; no respawn; nothing left`);
+        ctx.log(`new connections refused ${s.accepting.ms} ms after SIGTERM; exit code 0 after ${(s.ms / 1000).toFixed(2)} s; /slow answered 200; no respawn; nothing left`);
       },
     },
   ],
@@ -492,7 +492,7 @@ async function runChaos(ctx) {
   chaos.shutdownAt = sigAt;
   ctx.signalGroup('SIGTERM');
   // From the signal on, alongside the wait for the exit.
-  const accepting = watchStopsAccepting(ctx, { withinMs: STOP_ACCEPTING_MS }).catch(() => null);
+  const accepting = watchStopsAccepting(ctx, { withinMs: STOP_ACCEPTING_MS });
   const exit = await ctx.program.waitForExit(SHUTDOWN_WITHIN_MS + 1000);
   const exitMs = Math.round(now() - sigAt);
   // Right when the primary exits, its workers must be gone already (the

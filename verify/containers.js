@@ -180,7 +180,7 @@ const pid1Sigterm = {
     ctx.log(`kill -TERM ${ctx.primaryPid}   (PID 1 of the namespace, from outside it: what docker stop sends)`);
     ctx.program.signalPrimary('SIGTERM');
     // From the signal on, alongside the wait for the exit: judged by pid1-stops-accepting.
-    const accepting = watchStopsAccepting(ctx, { withinMs: STOP_ACCEPTING_MS }).catch(() => null);
+    const accepting = watchStopsAccepting(ctx, { withinMs: STOP_ACCEPTING_MS });
     const state = { watch, clients, slow, nsPids, accepting };
     ctx.data.pid1 = state;
     const atExit = await exitWithinDeadline(watch);
@@ -227,7 +227,6 @@ const pid1StopsAccepting = {
       return;
     }
     const seen = await state.accepting;
-    if (!seen) throw new Error('the watch on the port ended without a result');
     if (!seen.refused) {
       const f = stillAcceptingFailure({ port: ctx.port, withinMs: STOP_ACCEPTING_MS, accepted: seen.accepted, signal: 'SIGTERM to PID 1', inFlight: SLOW });
       ctx.fail(f.message, {
