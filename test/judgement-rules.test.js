@@ -106,6 +106,38 @@ describe('acceptDips (at every moment at least N workers accept new connections)
     expect(acceptDips({ results, old: [1, 2, 3], final: [2, 3, 4], from: 0, to: 4000, n: 3, toleranceMs: DIP_TOLERANCE_MS }).dips).toEqual([]);
   });
 
+  // Replacements 4, 5, 6 held by the verifier until 1100, 1200, 1300 (shared/throttle.js).
+  const heldUntil = new Map([
+    [4, 1100],
+    [5, 1200],
+    [6, 1300],
+  ]);
+  const after = (from) => [4, 5, 6].flatMap((pid) => Array.from({ length: 5 }, (_, i) => fresh(pid, from + i * 50, from + i * 50 + 5)));
+
+  test("every old worker retired on its replacement's 'online': nobody serves while the replacements are held, and the requests that waited for them are the evidence", () => {
+    // 4 and 5 were held once already in the round robin: each was handed a connection at once, answered after its release.
+    const waiting = [fresh(4, 150, 1105), fresh(5, 250, 1205)];
+    // The load's other requests wait too (few start: every connection is taken), and so do the late senders'.
+    const late = Array.from({ length: 9 }, () => ({ ...fresh(4, 320, 1110), sentAfterMs: 200 }));
+    const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(1, 100, 105), fresh(2, 200, 205), fresh(3, 300, 305), ...waiting, ...after(1300)];
+    const { dips } = acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, heldUntil, alsoWaiting: late });
+    expect(dips).toEqual([expect.objectContaining({ count: 0, from: 305, to: 1100, evidence: 0, waited: 11 })]);
+    // Without the hold's release times, the connections handed to held workers hide the dip entirely.
+    expect(acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, alsoWaiting: late }).dips).toEqual([]);
+  });
+
+  test('replacement first, each held after it joined the round robin: one connection waits on each, the old workers serve on, no dip', () => {
+    const meanwhile = Array.from({ length: 30 }, (_, i) => fresh(1 + (i % 3), 100 + i * 40, 110 + i * 40));
+    const waiting = [fresh(4, 150, 1105), fresh(5, 250, 1205), fresh(6, 350, 1305)];
+    const results = [...meanwhile, ...waiting, ...after(1310), fresh(1, 1300, 1305), fresh(2, 1300, 1305), fresh(3, 1300, 1305)];
+    expect(acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, heldUntil }).dips).toEqual([]);
+  });
+
+  test('a verifier starved of CPU, with a replacement held: the one connection waiting on it is no evidence of a dip', () => {
+    const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(4, 100, 1105), ...after(3000)];
+    expect(acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 4000, n: 3, toleranceMs: DIP_TOLERANCE_MS, heldUntil }).dips).toEqual([]);
+  });
+
   test('failed requests say nothing about who accepted', () => {
     // A failure at 1000 does not show worker 1 still accepting: the dip runs from its last answer to 4's first.
     const meanwhile = Array.from({ length: 8 }, (_, i) => fresh(2 + (i % 2), 100 + i * 100, 110 + i * 100));

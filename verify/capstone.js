@@ -655,7 +655,7 @@ async function rollingRestart(chaos) {
   }
   say(`rolling restart done in ${Math.round(now() - sent)} ms: ${r.value.join(', ')}`);
   await ctx.waitAllAnswering({ timeoutMs: 3000 });
-  const { dips, timeline: accepts } = acceptDips({ results: chaos.allLoadResults(), old: before, final: r.value, from: sent, to: now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS });
+  const { dips, timeline: accepts } = acceptDips({ results: chaos.allLoadResults(), old: before, final: r.value, from: sent, to: now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: hold.heldUntil(), alsoWaiting: chaos.lateSenders.results });
   if (dips.length) {
     const f = capacityFailure({ dips, timeline: accepts, old: before, signalAt: sent, results: chaos.allLoadResults(), workers: WORKERS, what: 'the rolling restart', holdMs: HOLD_MS });
     ctx.fail(f.message, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}`, showOutput: true });

@@ -6,6 +6,13 @@
 // from the start of the first one it took (start). A gap between the two is
 // then at least that long for real.
 //
+// A replacement the verifier held stopped (shared/throttle.js) accepted
+// nothing while held: it counts from its release at the earliest. One held
+// after it asked the primary for the server is already in the primary's
+// round robin and is handed a connection that waits out the hold; counting
+// it from that connection's start would hide the dip the hold is there to
+// show.
+//
 // Old workers that are still among the final workers count to the end; a
 // replacement retired in turn (a second restart) stops at its last answer.
 //
@@ -13,17 +20,23 @@
 // MIN_EVIDENCE requests started inside it were answered, all by the workers
 // that accepted (round robin hands a worker that accepts one of every few
 // connections). A verifier starved of CPU sends nothing for a while, and a
-// gap in its data is no gap in the program's capacity.
+// gap in its data is no gap in the program's capacity. Or if at least
+// MIN_EVIDENCE requests waited through it for a held replacement: when no
+// worker serves at all, the load's requests all wait and few start, and a
+// program that did everything right has at most one such request per held
+// replacement (the one round robin handed it).
 export const MIN_EVIDENCE = 6;
 
 /**
- * @param {{ results: object[], old: number[], final: number[], from: number, to: number, n: number, toleranceMs: number }} o
+ * @param {{ results: object[], old: number[], final: number[], from: number, to: number, n: number, toleranceMs: number, heldUntil?: Map<number, number>, alsoWaiting?: object[] }} o
  *   results: fresh-connection outcomes { pid, start, end, ok, status }; old: the workers before the restart;
- *   final: the workers after it; from/to: the window judged
- * @returns {{ dips: { from: number, to: number, ms: number, count: number, accepting: number[], evidence: number }[],
+ *   final: the workers after it; from/to: the window judged; heldUntil: when each replacement the
+ *   verifier held was let go; alsoWaiting: more outcomes (shared/late-senders.js) counted only
+ *   among the requests that waited for a held replacement
+ * @returns {{ dips: { from: number, to: number, ms: number, count: number, accepting: number[], evidence: number, waited: number }[],
  *   timeline: Map<number, { first: number, last: number }> }}
  */
-export function acceptDips({ results, old, final, from, to, n, toleranceMs }) {
+export function acceptDips({ results, old, final, from, to, n, toleranceMs, heldUntil = new Map(), alsoWaiting = [] }) {
   const timeline = new Map();
   for (const r of results) {
     if (!r.ok || r.status !== 200 || r.pid === undefined) continue;
@@ -32,6 +45,7 @@ export function acceptDips({ results, old, final, from, to, n, toleranceMs }) {
     t.last = Math.max(t.last, r.end);
     timeline.set(r.pid, t);
   }
+  for (const [pid, t] of timeline) if (!old.includes(pid) && heldUntil.has(pid)) t.first = Math.max(t.first, heldUntil.get(pid));
   const intervals = [];
   for (const pid of old) {
     const t = timeline.get(pid);
@@ -57,11 +71,14 @@ export function acceptDips({ results, old, final, from, to, n, toleranceMs }) {
     } else open = null;
   }
   const answered = results.filter((r) => r.ok && r.status === 200 && r.pid !== undefined);
+  const waitsForHeld = (r) => !old.includes(r.pid) && heldUntil.has(r.pid) && r.start < heldUntil.get(r.pid);
+  const waitedForHeld = [...answered, ...alsoWaiting.filter((r) => r.ok && r.status === 200 && r.pid !== undefined)].filter(waitsForHeld);
   for (const d of dips) {
     d.ms = Math.round(d.to - d.from);
-    d.evidence = answered.filter((r) => r.start >= d.from && r.start < d.to).length;
+    d.evidence = answered.filter((r) => r.start >= d.from && r.start < d.to && !waitsForHeld(r)).length;
+    d.waited = waitedForHeld.filter((r) => r.start < d.to && r.end > d.from).length;
   }
-  return { dips: dips.filter((d) => d.ms >= toleranceMs && d.evidence >= MIN_EVIDENCE), timeline };
+  return { dips: dips.filter((d) => d.ms >= toleranceMs && (d.evidence >= MIN_EVIDENCE || d.waited >= MIN_EVIDENCE)), timeline };
 }
 
 // A shortfall of accepting workers longer than this is a dip. A correct
@@ -82,15 +99,19 @@ export function capacityFailure({ dips, timeline, old, signalAt, results, worker
   const startedAfter = [...timeline].filter(([pid, t]) => !old.includes(pid) && t.first >= worst.to - 1).map(([pid]) => pid);
   const noneFailed = !results.some(failedResult);
   return {
-    message: `Only ${worst.count} worker${worst.count === 1 ? '' : 's'} accepted new connections for ${worst.ms} ms during ${what}, WORKERS=${workers}.`,
+    message: `${worst.count ? `Only ${worst.count} worker${worst.count === 1 ? '' : 's'}` : 'No worker'} accepted new connections for ${worst.ms} ms during ${what}, WORKERS=${workers}.`,
     expected: `at least ${workers} workers accepting at every moment: an old worker stops accepting only after its replacement has accepted`,
     actual:
-      `from ${at(worst.from)} to ${at(worst.to)} after SIGUSR2 only ${worst.accepting.join(', ') || 'none'} accepted` +
-      (stoppedBefore.length ? `; old worker ${stoppedBefore.join(', ')} took its last new connection at ${at(timeline.get(stoppedBefore[0]).last)}` : '') +
+      `from ${at(worst.from)} to ${at(worst.to)} after SIGUSR2 ${worst.count ? `only ${worst.accepting.join(', ')}` : 'none'} accepted` +
+      (stoppedBefore.length === 1 ? `; old worker ${stoppedBefore[0]} took its last new connection at ${at(timeline.get(stoppedBefore[0]).last)}` : '') +
+      (stoppedBefore.length > 1 ? `; old workers ${stoppedBefore.join(', ')} took their last new connections by ${at(Math.max(...stoppedBefore.map((pid) => timeline.get(pid).last)))}` : '') +
       (startedAfter.length ? `; replacement ${startedAfter[0]} took its first at ${at(timeline.get(startedAfter[0]).first)}` : '') +
-      `; ${worst.evidence} requests sent meanwhile all went to those ${worst.count}`,
+      (worst.evidence >= MIN_EVIDENCE
+        ? `; ${worst.evidence} requests sent meanwhile all went to ${worst.count === 1 ? 'that one' : `those ${worst.count}`}`
+        : `; ${worst.waited} requests waited meanwhile until a replacement held by the verifier was let go`),
     explanation:
-      (noneFailed ? 'No request failed: the remaining workers took the connections, and at this light load they kept up. ' : '') +
+      (noneFailed && worst.count ? 'No request failed: the remaining workers took the connections, and at this light load they kept up. ' : '') +
+      (noneFailed && !worst.count ? 'No request failed: they waited, unanswered, until a replacement could take them. ' : '') +
       `But for that time the cluster ran at ${worst.count}/${workers} of its capacity: under real traffic that is a latency spike at every deploy. The old worker stopped accepting before its replacement could: it was retired before the replacement listened, for example on 'online' (the new process runs, but your code has not loaded yet: 'online' comes well before 'listening'), or before the replacement was forked.` +
       (holdMs ? ` The verifier held each replacement for ${holdMs} ms right after its 'online', as a loaded machine might, so this shows every run.` : ''),
     hint: "fork the replacement first, wait for its 'listening' event (not 'online'), and only then worker.disconnect() the old one.",

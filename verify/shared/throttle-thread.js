@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { isAlive, trySignal, workerPidsOf } from '../../lib/harness/processes.js';
 
-const { primaryPid, initial, control, holdMs, scanMs, runMs, onlineBytes, queryServerBytes, watchMs } = workerData;
+const { primaryPid, initial, control, holdMs, scanMs, runMs, onlineBytes, listeningBytes, watchMs } = workerData;
 const stopFlag = new Int32Array(control); // [0]: 1 once the main thread says stop
 
 // Epoch milliseconds: the main thread's performance.now() has another origin.
@@ -52,8 +52,21 @@ while (Atomics.load(stopFlag, 0) === 0) {
     known.add(pid);
     if (!trySignal(pid, 'SIGSTOP')) continue;
     const firstSeen = now();
-    watched.set(pid, firstSeen);
     parentPort.postMessage({ pid, firstSeen });
+    // Seen for the first time: it ran unwatched until now, the primary too.
+    const written = bytesWritten(pid);
+    if (written !== null && written >= listeningBytes) {
+      // It may have said 'listening' already: pausing it now could make a
+      // dip in a program that did everything right.
+      trySignal(pid, 'SIGCONT');
+      parentPort.postMessage({ pid, missed: true });
+    } else if (written !== null && written >= onlineBytes) {
+      const heldAt = now();
+      holding.set(pid, heldAt + holdMs);
+      parentPort.postMessage({ pid, heldAt });
+    } else {
+      watched.set(pid, firstSeen);
+    }
   }
   if (first) {
     // Watching from now on: the caller sends its signal only after this.
@@ -65,12 +78,10 @@ while (Atomics.load(stopFlag, 0) === 0) {
     const written = bytesWritten(pid);
     if (written === null || !isAlive(pid) || now() - firstSeen > watchMs) {
       letGo(pid);
-    } else if (written >= queryServerBytes) {
-      // Seen past 'online', already asking for the server: pausing it now
-      // would make a dip the program could not avoid.
-      letGo(pid);
-      parentPort.postMessage({ pid, missed: true });
     } else if (written >= onlineBytes) {
+      // It said 'online' in its last step, while the primary was paused, so
+      // the primary has not answered a request for the server yet and the
+      // worker cannot have said 'listening': hold it now.
       watched.delete(pid); // stays stopped: the hold
       const heldAt = now();
       holding.set(pid, heldAt + holdMs);
@@ -84,14 +95,22 @@ while (Atomics.load(stopFlag, 0) === 0) {
     parentPort.postMessage({ pid, releasedAt: now() });
   }
   if (watched.size) {
-    // One step: the watched workers run runMs, then are stopped and looked at again.
+    // One step: the watched workers run runMs while the primary is paused,
+    // then the primary runs runMs while they are stopped. Under load this
+    // thread may wake 20 ms late, and in that time a small program can say
+    // 'online', ask for the server, get the answer and say 'listening'
+    // (seen in stress): with the primary paused it cannot get the answer,
+    // so each step ends short of 'listening' however long it lasts.
+    trySignal(primaryPid, 'SIGSTOP');
     for (const pid of watched.keys()) trySignal(pid, 'SIGCONT');
     Atomics.wait(stopFlag, 0, 0, runMs);
     for (const pid of watched.keys()) trySignal(pid, 'SIGSTOP');
+    trySignal(primaryPid, 'SIGCONT');
+    Atomics.wait(stopFlag, 0, 0, runMs);
   } else {
     Atomics.wait(stopFlag, 0, 0, scanMs);
   }
 }
 // Never leave a learner's process stopped.
-for (const pid of [...watched.keys(), ...holding.keys()]) trySignal(pid, 'SIGCONT');
+for (const pid of [primaryPid, ...watched.keys(), ...holding.keys()]) trySignal(pid, 'SIGCONT');
 parentPort.postMessage({ done: true });

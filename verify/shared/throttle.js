@@ -9,26 +9,32 @@
 // (SIGSTOP) for HOLD_MS right then, as a loaded machine would. A program
 // that waits for 'listening' keeps its old worker serving meanwhile and
 // does not notice; one that retired it on 'online' runs short for the whole
-// hold, every run. Linux only (elsewhere it does nothing). The watching runs
-// in a thread of its own (shared/throttle-thread.js).
+// hold, every run. Until a new worker says 'online' it runs in short steps,
+// during which the primary is paused, so that no step can take it past
+// 'listening' however late the watcher wakes. Linux only (elsewhere it does
+// nothing). The watching runs in a thread of its own
+// (shared/throttle-thread.js).
 import { Worker } from 'node:worker_threads';
 import { trySignal } from '../../lib/harness/processes.js';
 
 export const HOLD_MS = 1000;
 const SCAN_MS = 2;
-// A watched worker runs this long between looks. Shorter than the time
-// between its 'online' and its request for the server: 4 ms there, measured,
-// for a program that needs only Node's own modules, so a 4 ms step could
-// straddle both writes (test/throttle-hold.test.js missed 5 runs in 8 so).
+// A watched worker runs this long between looks (and the primary as long
+// between steps).
 const RUN_MS = 1;
-// The 'online' message is about 46 bytes; before it a starting Node writes
-// only a byte or two (wake-ups of its event loop). Its next message asks the
-// primary for the server (queryServer, about 150 bytes): from then on the
-// worker may already be handed connections, and pausing it would make a dip
-// the program could not avoid. So a worker is held only while what it has
-// written is between the two; one seen later is let go.
+// What a new worker has written (/proc/<pid>/io) tells how far it got. Its
+// messages to the primary, measured on Node 20, 22 and 24: 'online' 46 bytes;
+// then, once the program listens, 'queryServer' (asks the primary for the
+// server: 125 to 146 bytes) and, after the primary's answer, 'listening'
+// (127 to 144 bytes). Before 'online' a starting Node writes only a byte or
+// two (wake-ups of its event loop). A worker first seen late, having run
+// unwatched, is held only if it cannot have said 'listening' yet (all three
+// messages are at least 298 bytes); past LISTENING_BYTES it is let go
+// unheld. A worker paused after 'queryServer' may already be in the
+// primary's round-robin and be handed one connection, which waits out the
+// hold: a slow answer, not a dip.
 const ONLINE_BYTES = 30;
-const QUERY_SERVER_BYTES = 150;
+const LISTENING_BYTES = 290;
 const WATCH_MS = 8000; // a worker that never says 'online' is let go
 const READY_MS = 5000; // how long the watcher thread may take to start
 
@@ -37,18 +43,20 @@ const READY_MS = 5000; // how long the watcher thread may take to start
  * thread of its own, so that a busy verifier still sees each one at once).
  * @param {object} ctx
  * @param {{ initial?: number[] }} [o]
- * @returns {Promise<{ held: Map<number, { firstSeen: number, heldAt?: number, releasedAt?: number, missed?: boolean }>, stop(): Promise<void> }>}
+ * @returns {Promise<{ held: Map<number, { firstSeen: number, heldAt?: number, releasedAt?: number, missed?: boolean }>, heldUntil(): Map<number, number>, stop(): Promise<void> }>}
  *   resolves once the watcher has made its first scan, so a signal sent after
  *   it finds the watcher running (a thread takes tens of milliseconds to
  *   start: a fork before that was seen too late, in half the runs of
  *   test/throttle-hold.test.js on an idle machine). Times are on this
- *   thread's performance.now() clock; missed: first seen past 'online'
- *   (already asking for the server): not held. stop() resolves once the
+ *   thread's performance.now() clock; missed: first seen when it may
+ *   already have said 'listening': not held. stop() resolves once the
  *   watcher has let every worker go and everything it saw is in held.
  */
 export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = {}) {
   const held = new Map();
-  if (process.platform !== 'linux') return { held, stop: async () => {} };
+  // When each worker it held was let go (the end of its hold if not seen yet): shared/capacity.js counts it from then.
+  const heldUntil = () => new Map([...held].filter(([, h]) => h.heldAt !== undefined).map(([pid, h]) => [pid, h.releasedAt ?? h.heldAt + HOLD_MS]));
+  if (process.platform !== 'linux') return { held, heldUntil, stop: async () => {} };
   const control = new SharedArrayBuffer(4);
   const stopFlag = new Int32Array(control);
   const thread = new Worker(new URL('./throttle-thread.js', import.meta.url), {
@@ -60,7 +68,7 @@ export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = 
       scanMs: SCAN_MS,
       runMs: RUN_MS,
       onlineBytes: ONLINE_BYTES,
-      queryServerBytes: QUERY_SERVER_BYTES,
+      listeningBytes: LISTENING_BYTES,
       watchMs: WATCH_MS,
     },
   });
@@ -91,7 +99,8 @@ export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = 
       Atomics.notify(stopFlag, 0);
       // Bounded: a watcher that cannot answer must not hold up the verdict.
       await Promise.race([finished, new Promise((r) => setTimeout(r, 1000).unref())]);
-      for (const pid of held.keys()) trySignal(pid, 'SIGCONT');
+      // A thread ended mid-step leaves the primary and the worker paused.
+      for (const pid of [ctx.program.pid, ...held.keys()]) trySignal(pid, 'SIGCONT');
       await thread.terminate();
     })();
     return stopping;
@@ -99,5 +108,5 @@ export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = 
   ctx.onTeardown(stop); // never leave a learner's process stopped
   // Bounded: a thread that never starts leaves the restart unwatched, not stuck.
   await Promise.race([ready, finished, new Promise((r) => setTimeout(r, READY_MS).unref())]);
-  return { held, stop };
+  return { held, heldUntil, stop };
 }
