@@ -16,7 +16,7 @@ import { failed } from '../lib/harness/load.js';
 import { StepFailure } from '../lib/harness/failure.js';
 import { sleepFor } from '../lib/harness/context.js';
 import { countWorkers, crashOneWorker, expectPrimaryAlive, expectSurvivedSigusr2, waitForReplacement } from './shared/workers.js';
-import { startKeepAliveInFlight } from './shared/inflight.js';
+import { startFreshKeepAliveInFlight } from './shared/fresh-inflight.js';
 import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
 import { expectHangUnanswered, hungNotKilledFailure } from './shared/hang.js';
 import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
@@ -485,7 +485,7 @@ async function runChaos(ctx) {
   // Read by a worker right before the signal (so nearly all of it is still
   // to run at the signal), on a connection that goes on sending afterwards
   // (lesson graceful-shutdown's in-flight request).
-  const slowConn = await startKeepAliveInFlight(ctx, `/slow?ms=${SLOW_MS}`, { timeoutMs: SLOW_MS + 6000, then: '/' });
+  const slowConn = await startFreshKeepAliveInFlight(ctx, `/slow?ms=${SLOW_MS}`, { timeoutMs: SLOW_MS + 6000, then: '/', freshMs: (SLOW_MS * 3) / 4 });
   ctx.onTeardown(() => slowConn.stop());
   const sigAt = now();
   const drained = ctx.workers();

@@ -12,7 +12,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { cpus } from 'node:os';
 import { countWorkers } from './shared/workers.js';
-import { startKeepAliveInFlight } from './shared/inflight.js';
+import { startFreshKeepAliveInFlight } from './shared/fresh-inflight.js';
 import { watchShutdown, exitWithinDeadline, EXIT_DEADLINE_MS } from './shared/shutdown.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive, DRAIN_MS } from './shared/drain.js';
 import { watchStopsAccepting, stillAcceptingFailure } from './shared/stops-accepting.js';
@@ -24,7 +24,8 @@ import { isReaped, namespacePidOf } from '../lib/harness/processes.js';
 const WORKERS = 2;
 // Long enough that a worker draining without closing its server keeps the
 // port open well past STOP_ACCEPTING_MS, short enough to exit within 5 s.
-const SLOW = '/slow?ms=2000';
+const SLOW_MS = 2000;
+const SLOW = `/slow?ms=${SLOW_MS}`;
 // A program that calls worker.disconnect() refuses new connections within
 // tens of milliseconds of the signal (63 ms at worst, seen under 2 CPU hogs).
 const STOP_ACCEPTING_MS = 1000;
@@ -173,7 +174,7 @@ const pid1Sigterm = {
     const clients = startKeepAliveClients(ctx.port, { connections: KEEP_ALIVE_CLIENTS, timeoutMs: 3000, endOnRefusal: () => watch.signalAt !== null });
     ctx.onTeardown(() => clients.stop());
     await ctx.poll(() => new Set(clients.results.filter((r) => r.outcome === 'ok').map((r) => r.conn)).size >= KEEP_ALIVE_CLIENTS, { timeoutMs: 3000 });
-    const slow = await startKeepAliveInFlight(ctx, SLOW, { timeoutMs: 8000, then: '/', outliveStep: true });
+    const slow = await startFreshKeepAliveInFlight(ctx, SLOW, { timeoutMs: 8000, then: '/', outliveStep: true, freshMs: (SLOW_MS * 3) / 4 });
     ctx.onTeardown(() => slow.stop());
     ctx.log(`${KEEP_ALIVE_CLIENTS} keep-alive clients running; ${SLOW} in flight on worker ${slow.pid ?? '?'}`);
     watch.sent();

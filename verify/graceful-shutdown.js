@@ -13,6 +13,7 @@
 // SIGTERM; its worker is gone within the limit and the primary exits 0.
 import { countWorkers } from './shared/workers.js';
 import { startKeepAliveInFlight } from './shared/inflight.js';
+import { startFreshKeepAliveInFlight } from './shared/fresh-inflight.js';
 import { watchShutdown, exitWithinDeadline, EXIT_DEADLINE_MS } from './shared/shutdown.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive, cutOnShutdownFailure, DRAIN_MS } from './shared/drain.js';
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
@@ -126,7 +127,7 @@ function inFlightStep(key) {
       ctx.onTeardown(() => clients.stop()); // they span steps: stopped by the drains step, or at the end of the run
       // Every client has reused its connection at least once before the signal.
       await ctx.poll(() => new Set(clients.results.filter((r) => r.outcome === 'ok').map((r) => r.conn)).size >= KEEP_ALIVE_CLIENTS, { timeoutMs: 3000 });
-      const slow = await startKeepAliveInFlight(ctx, SLOW, { timeoutMs: 8000, then: '/', outliveStep: true });
+      const slow = await startFreshKeepAliveInFlight(ctx, SLOW, { timeoutMs: 8000, then: '/', outliveStep: true, freshMs: (SLOW_MS * 3) / 4 });
       ctx.onTeardown(() => slow.stop());
       ctx.log(`${KEEP_ALIVE_CLIENTS} keep-alive clients running; ${SLOW} in flight on worker ${slow.pid ?? '?'}${slow.readMs === null ? '' : ` (read after ${slow.readMs} ms)`}`);
       const victim = key === 'killed-worker' ? (workers.find((pid) => pid !== slow.pid) ?? workers[0]) : undefined;

@@ -13,7 +13,7 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { countWorkers } from './shared/workers.js';
-import { startKeepAliveInFlight } from './shared/inflight.js';
+import { startFreshKeepAliveInFlight } from './shared/fresh-inflight.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive, DRAIN_MS, DRAIN_TOLERANCE_MS } from './shared/drain.js';
 import { ECOSYSTEM_FILE, findPm2, pm2Launcher, pm2Command, pm2List, pm2LogLines, toolOutput } from './shared/pm2.js';
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
@@ -29,7 +29,8 @@ const MIN_LISTEN_TIMEOUT_MS = 5000;
 const MIN_KILL_TIMEOUT_MS = 6000; // the slow request (3 s) plus up to 3 s of draining
 const MEMORY_LIMIT_MB = 200; // the most max_memory_restart may say
 const GROW = '/grow?mb=50';
-const SLOW = '/slow?ms=3000';
+const SLOW_MS = 3000;
+const SLOW = `/slow?ms=${SLOW_MS}`;
 const KEEP_ALIVE_CLIENTS = 4;
 const LOOP_RESTARTS = 5;
 // A request "sent before readyAt" must be that by more than this. PM2's
@@ -241,7 +242,8 @@ const respawn = {
 // instance was answered: an instance that waits for PM2 is still there then;
 // one that exits on its own has long exited.
 const PAUSE_AFTER_ANSWER_MS = 1000;
-const SIGINT_SLOW = '/slow?ms=1500';
+const SIGINT_SLOW_MS = 1500;
+const SIGINT_SLOW = `/slow?ms=${SIGINT_SLOW_MS}`;
 
 const sigintLeaves = {
   id: 'sigint-leaves',
@@ -249,7 +251,7 @@ const sigintLeaves = {
   timeoutMs: 30000,
   async run(ctx) {
     await countWorkers(ctx, WORKERS, { context: `WORKERS=${WORKERS}` });
-    const slow = await startKeepAliveInFlight(ctx, SIGINT_SLOW, { timeoutMs: 15000, then: '/' });
+    const slow = await startFreshKeepAliveInFlight(ctx, SIGINT_SLOW, { timeoutMs: 15000, then: '/', freshMs: (SIGINT_SLOW_MS * 3) / 4 });
     ctx.onTeardown(() => slow.stop());
     const pid = slow.pid;
     if (pid === undefined) {
@@ -738,7 +740,7 @@ const stopDrains = {
     const clients = startKeepAliveClients(ctx.port, { connections: KEEP_ALIVE_CLIENTS, timeoutMs: 5000, endOnRefusal: () => stopAt !== null, signal: ctx.signal });
     ctx.onTeardown(() => clients.stop());
     await ctx.poll(() => new Set(clients.results.filter((r) => r.outcome === 'ok').map((r) => r.conn)).size >= KEEP_ALIVE_CLIENTS, { timeoutMs: 3000 });
-    const slow = await startKeepAliveInFlight(ctx, SLOW, { timeoutMs: 15000, then: '/' });
+    const slow = await startFreshKeepAliveInFlight(ctx, SLOW, { timeoutMs: 15000, then: '/', freshMs: (SLOW_MS * 3) / 4 });
     ctx.log(`${KEEP_ALIVE_CLIENTS} keep-alive clients running; ${SLOW} in flight on instance ${slow.pid ?? '?'}`);
     // When each instance exits, sampled while PM2 stops them.
     const diedAt = new Map();
