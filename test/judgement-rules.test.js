@@ -121,9 +121,16 @@ describe('acceptDips (at every moment at least N workers accept new connections)
     const late = Array.from({ length: 9 }, () => ({ ...fresh(4, 320, 1110), sentAfterMs: 200 }));
     const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(1, 100, 105), fresh(2, 200, 205), fresh(3, 300, 305), ...waiting, ...after(1300)];
     const { dips } = acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, heldUntil, alsoWaiting: late });
-    expect(dips).toEqual([expect.objectContaining({ count: 0, from: 305, to: 1100, evidence: 0, waited: 11 })]);
+    expect(dips).toEqual([expect.objectContaining({ count: 0, from: 105, to: 1300, steady: false, waited: 11 })]);
     // Without the hold's release times, the connections handed to held workers hide the dip entirely.
     expect(acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, alsoWaiting: late }).dips).toEqual([]);
+  });
+
+  test('old workers retired 300 ms apart before their replacements accept: 2, 1, 0, 1, 2 workers, each step shorter than the tolerance, one dip of 1.4 s', () => {
+    const every = (pid, from, to) => Array.from({ length: Math.floor((to - from) / 20) }, (_, i) => fresh(pid, from + i * 20, from + i * 20 + 5));
+    const results = [...every(1, 0, 300), ...every(2, 0, 600), ...every(3, 0, 900), ...every(4, 1100, 2000), ...every(5, 1400, 2000), ...every(6, 1750, 2000)];
+    const { dips } = acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS });
+    expect(dips).toEqual([expect.objectContaining({ count: 0, steady: false, from: 285, to: 1750 })]);
   });
 
   test('replacement first, each held after it joined the round robin: one connection waits on each, the old workers serve on, no dip', () => {

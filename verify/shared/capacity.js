@@ -33,7 +33,7 @@ export const MIN_EVIDENCE = 6;
  *   final: the workers after it; from/to: the window judged; heldUntil: when each replacement the
  *   verifier held was let go; alsoWaiting: more outcomes (shared/late-senders.js) counted only
  *   among the requests that waited for a held replacement
- * @returns {{ dips: { from: number, to: number, ms: number, count: number, accepting: number[], evidence: number, waited: number }[],
+ * @returns {{ dips: { from: number, to: number, ms: number, count: number, accepting: number[], steady: boolean, evidence: number, waited: number }[],
  *   timeline: Map<number, { first: number, last: number }> }}
  */
 export function acceptDips({ results, old, final, from, to, n, toleranceMs, heldUntil = new Map(), alsoWaiting = [] }) {
@@ -63,9 +63,16 @@ export function acceptDips({ results, old, final, from, to, n, toleranceMs, held
     const at = (points[i] + points[i + 1]) / 2;
     const accepting = intervals.filter((iv) => iv.from <= at && at < iv.to).map((iv) => iv.pid);
     if (accepting.length < n) {
-      if (open && open.count === accepting.length) open.to = points[i + 1];
-      else {
-        open = { from: points[i], to: points[i + 1], count: accepting.length, accepting };
+      // One dip for as long as fewer than n accept, however the count steps
+      // (3 old workers retired 300 ms apart, replacements held: 2, 1, 0, 1,
+      // 2 workers, each step shorter than the tolerance, 1.4 s in all; the
+      // capstone passed it). count: the fewest at any moment.
+      if (open) {
+        open.to = points[i + 1];
+        open.steady &&= accepting.length === open.count;
+        if (accepting.length < open.count) Object.assign(open, { count: accepting.length, accepting });
+      } else {
+        open = { from: points[i], to: points[i + 1], count: accepting.length, accepting, steady: true };
         dips.push(open);
       }
     } else open = null;
@@ -99,15 +106,19 @@ export function capacityFailure({ dips, timeline, old, signalAt, results, worker
   const startedAfter = [...timeline].filter(([pid, t]) => !old.includes(pid) && t.first >= worst.to - 1).map(([pid]) => pid);
   const noneFailed = !results.some(failedResult);
   return {
-    message: `${worst.count ? `Only ${worst.count} worker${worst.count === 1 ? '' : 's'}` : 'No worker'} accepted new connections for ${worst.ms} ms during ${what}, WORKERS=${workers}.`,
+    message: worst.steady
+      ? `${worst.count ? `Only ${worst.count} worker${worst.count === 1 ? '' : 's'}` : 'No worker'} accepted new connections for ${worst.ms} ms during ${what}, WORKERS=${workers}.`
+      : `Fewer than ${workers} workers accepted new connections for ${worst.ms} ms during ${what} (${worst.count ? `only ${worst.count}` : 'none'} at the worst), WORKERS=${workers}.`,
     expected: `at least ${workers} workers accepting at every moment: an old worker stops accepting only after its replacement has accepted`,
     actual:
-      `from ${at(worst.from)} to ${at(worst.to)} after SIGUSR2 ${worst.count ? `only ${worst.accepting.join(', ')}` : 'none'} accepted` +
+      (worst.steady
+        ? `from ${at(worst.from)} to ${at(worst.to)} after SIGUSR2 ${worst.count ? `only ${worst.accepting.join(', ')}` : 'none'} accepted`
+        : `from ${at(worst.from)} to ${at(worst.to)} after SIGUSR2 fewer than ${workers} accepted, at the worst ${worst.count ? `only ${worst.accepting.join(', ')}` : 'none'}`) +
       (stoppedBefore.length === 1 ? `; old worker ${stoppedBefore[0]} took its last new connection at ${at(timeline.get(stoppedBefore[0]).last)}` : '') +
       (stoppedBefore.length > 1 ? `; old workers ${stoppedBefore.join(', ')} took their last new connections by ${at(Math.max(...stoppedBefore.map((pid) => timeline.get(pid).last)))}` : '') +
       (startedAfter.length ? `; replacement ${startedAfter[0]} took its first at ${at(timeline.get(startedAfter[0]).first)}` : '') +
       (worst.evidence >= MIN_EVIDENCE
-        ? `; ${worst.evidence} requests sent meanwhile all went to ${worst.count === 1 ? 'that one' : `those ${worst.count}`}`
+        ? `; ${worst.evidence} requests sent meanwhile ${worst.steady ? `all went to ${worst.count === 1 ? 'that one' : `those ${worst.count}`}` : 'all went to the workers still accepting'}`
         : `; ${worst.waited} requests waited meanwhile until a replacement held by the verifier was let go`),
     explanation:
       (noneFailed && worst.count ? 'No request failed: the remaining workers took the connections, and at this light load they kept up. ' : '') +

@@ -16,6 +16,7 @@
 // (shared/throttle-thread.js).
 import { Worker } from 'node:worker_threads';
 import { trySignal } from '../../lib/harness/processes.js';
+import { pollUntil } from '../../lib/harness/wait.js';
 
 export const HOLD_MS = 1000;
 const SCAN_MS = 2;
@@ -37,6 +38,7 @@ const ONLINE_BYTES = 30;
 const LISTENING_BYTES = 290;
 const WATCH_MS = 8000; // a worker that never says 'online' is let go
 const READY_MS = 5000; // how long the watcher thread may take to start
+const RELEASE_SLACK_MS = 500; // stop() waits this long past the end of the last hold for its release
 
 /**
  * Starts watching the primary's new children (shared/throttle-thread.js, a
@@ -50,7 +52,8 @@ const READY_MS = 5000; // how long the watcher thread may take to start
  *   test/throttle-hold.test.js on an idle machine). Times are on this
  *   thread's performance.now() clock; missed: first seen when it may
  *   already have said 'listening': not held. stop() resolves once the
- *   watcher has let every worker go and everything it saw is in held.
+ *   holds under way have ended, the watcher has let every worker go and
+ *   everything it saw is in held.
  */
 export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = {}) {
   const held = new Map();
@@ -95,6 +98,16 @@ export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = 
   let stopping = null;
   const stop = () => {
     stopping ??= (async () => {
+      // A hold runs its course: the caller may stop as soon as its restart
+      // looks done in the process table (old workers gone, new ones alive),
+      // which a program that retired on 'online' reaches while its
+      // replacements are still held; letting them go then would shorten the
+      // very dip the hold is there to show (capstone: 400 ms, and a pass).
+      const holdsEnd = Math.max(0, ...[...held.values()].filter((h) => h.heldAt !== undefined).map((h) => h.heldAt + HOLD_MS));
+      await pollUntil(() => [...held.values()].every((h) => h.heldAt === undefined || h.releasedAt !== undefined), {
+        timeoutMs: Math.max(0, holdsEnd - performance.now()) + RELEASE_SLACK_MS,
+        intervalMs: 20,
+      });
       Atomics.store(stopFlag, 0, 1);
       Atomics.notify(stopFlag, 0);
       // Bounded: a watcher that cannot answer must not hold up the verdict.
