@@ -52,10 +52,12 @@ const ROUNDS = {
     what: 'SIGINT to the whole group (Ctrl-C)',
     group: true,
     // Twice, 200 ms apart, as people press Ctrl-C: a handler installed
-    // with process.once is used up by the first.
+    // with process.once is used up by the first. The second must find the
+    // request unfinished too: inFlightStep takes the gap from its budget.
+    gapMs: 200,
     send: async (ctx) => {
       ctx.signalGroup('SIGINT');
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, ROUNDS.sigint.gapMs));
       ctx.log('Ctrl-C again, as people do');
       ctx.signalGroup('SIGINT');
     },
@@ -127,7 +129,9 @@ function inFlightStep(key) {
       ctx.onTeardown(() => clients.stop()); // they span steps: stopped by the drains step, or at the end of the run
       // Every client has reused its connection at least once before the signal.
       await ctx.poll(() => new Set(clients.results.filter((r) => r.outcome === 'ok').map((r) => r.conn)).size >= KEEP_ALIVE_CLIENTS, { timeoutMs: 3000 });
-      const slow = await startFreshKeepAliveInFlight(ctx, SLOW, { timeoutMs: 8000, then: '/', outliveStep: true, freshMs: (SLOW_MS * 3) / 4 });
+      // Sent again if seen read too late for every signal of the round to find it unfinished (shared/fresh-inflight.js).
+      const freshMs = (SLOW_MS * 3) / 4 - (round.gapMs ?? 0);
+      const slow = await startFreshKeepAliveInFlight(ctx, SLOW, { timeoutMs: 8000, then: '/', outliveStep: true, freshMs });
       ctx.onTeardown(() => slow.stop());
       ctx.log(`${KEEP_ALIVE_CLIENTS} keep-alive clients running; ${SLOW} in flight on worker ${slow.pid ?? '?'}${slow.readMs === null ? '' : ` (read after ${slow.readMs} ms)`}`);
       const victim = key === 'killed-worker' ? (workers.find((pid) => pid !== slow.pid) ?? workers[0]) : undefined;
