@@ -20,6 +20,10 @@ export const LEDGER_PATH = join(ROOT, 'docs', 'stress-ledger.json');
 // check that lesson never runs cannot change its verdicts, and counting it
 // would send every lesson back to zero whenever one lesson's check changes.
 const SHARED = ['lib/harness', 'lib/manifest.js', 'test/helpers', 'scripts/stress.js', 'package-lock.json'];
+// Test helpers that only some lessons' fixtures run through, by what the
+// lesson's manifest entry "needs": the workspace with PM2 that the
+// process-manager fixtures run from cannot change another lesson's verdict.
+const NEEDED_HELPERS = { 'test/helpers/pm2.js': 'pm2' };
 const VERIFY_DIR = join(ROOT, 'verify');
 
 // A relative module a file of verify/ loads: a static import or re-export, or
@@ -50,23 +54,39 @@ function filesUnder(path) {
     .flatMap((e) => filesUnder(join(path, e.name)));
 }
 
+/** The lesson's entry in lessons/manifest.json. */
+const manifestEntry = (lesson) => JSON.parse(readFileSync(join(ROOT, 'lessons', 'manifest.json'), 'utf8')).lessons.find((l) => l.id === lesson.id);
+
 /**
- * A hash of every file one lesson's stressed verdicts depend on: the shared
- * code above, the lesson's manifest entry, its verifier with the checks of
- * verify/ it loads, its solution and fixtures,
- * and Node's major version (timers and the http agent change between them).
+ * Every file one lesson's stressed verdicts depend on: the shared code above
+ * (less the helpers it does not need), the lesson's verifier with the checks
+ * of verify/ it loads, its solution and fixtures; sorted.
  */
-export function fingerprintOf(lesson) {
-  const entry = JSON.parse(readFileSync(join(ROOT, 'lessons', 'manifest.json'), 'utf8')).lessons.find((l) => l.id === lesson.id);
+export function dependencies(lesson, entry = manifestEntry(lesson)) {
+  const notNeeded = new Set(
+    Object.entries(NEEDED_HELPERS)
+      .filter(([, need]) => !entry?.needs?.includes(need))
+      .map(([path]) => join(ROOT, path)),
+  );
   const paths = [
     ...SHARED.map((p) => join(ROOT, p)),
     ...verifierFiles(lesson.paths.verifier),
     join(ROOT, 'solutions', lesson.id),
     join(ROOT, 'test', 'fixtures', lesson.id),
   ];
+  return paths.flatMap(filesUnder).filter((f) => !notNeeded.has(f)).sort();
+}
+
+/**
+ * A hash of every file one lesson's stressed verdicts depend on
+ * (dependencies), its manifest entry, and Node's major version (timers and
+ * the http agent change between them).
+ */
+export function fingerprintOf(lesson) {
+  const entry = manifestEntry(lesson);
   const hash = createHash('sha256');
   hash.update(`node ${process.versions.node.split('.')[0]}\n${JSON.stringify(entry)}\n`);
-  for (const file of paths.flatMap(filesUnder).sort()) {
+  for (const file of dependencies(lesson, entry)) {
     hash.update(`${relative(ROOT, file)}\n`);
     hash.update(readFileSync(file));
   }

@@ -120,10 +120,14 @@ describe('acceptDips (at every moment at least N workers accept new connections)
     // The load's other requests wait too (few start: every connection is taken), and so do the late senders'.
     const late = Array.from({ length: 9 }, () => ({ ...fresh(4, 320, 1110), sentAfterMs: 200 }));
     const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(1, 100, 105), fresh(2, 200, 205), fresh(3, 300, 305), ...waiting, ...after(1300)];
-    const { dips } = acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, heldUntil, alsoWaiting: late });
+    const { dips } = acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, heldUntil, lateSenders: late });
     expect(dips).toEqual([expect.objectContaining({ count: 0, from: 105, to: 1300, steady: false, waited: 11 })]);
-    // Without the hold's release times, the connections handed to held workers hide the dip entirely.
-    expect(acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, alsoWaiting: late }).dips).toEqual([]);
+    // Without the hold's release times, the connections handed to held workers count them as accepting from
+    // those connections' start: the dip shrinks to 2 workers from 305 (none of it without the late senders).
+    expect(acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, lateSenders: late }).dips).toEqual([
+      expect.objectContaining({ count: 2, from: 305, to: 1300 }),
+    ]);
+    expect(acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS }).dips).toEqual([]);
   });
 
   test('old workers retired 300 ms apart before their replacements accept: 2, 1, 0, 1, 2 workers, each step shorter than the tolerance, one dip of 1.4 s', () => {
@@ -143,6 +147,18 @@ describe('acceptDips (at every moment at least N workers accept new connections)
   test('a verifier starved of CPU, with a replacement held: the one connection waiting on it is no evidence of a dip', () => {
     const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(4, 100, 1105), ...after(3000)];
     expect(acceptDips({ results, old: [1, 2, 3], final: [4, 5, 6], from: 0, to: 4000, n: 3, toleranceMs: DIP_TOLERANCE_MS, heldUntil }).dips).toEqual([]);
+  });
+
+  test("an old worker still to retire whose round-robin turns all fell on late senders' connections accepted all along: no dip", () => {
+    // Worker 1 retires only once 4 accepts (1300). From 100 to 1300 the load's 8 requests go to 2 and 3,
+    // and the late senders' connections, opened in between, to 1: the two streams in step.
+    const meanwhile = Array.from({ length: 8 }, (_, i) => fresh(2 + (i % 2), 150 + i * 140, 160 + i * 140));
+    const late = Array.from({ length: 8 }, (_, i) => ({ ...fresh(1, 200 + i * 140, 410 + i * 140), sentAfterMs: 200 }));
+    const results = [fresh(1, 0, 5), fresh(2, 0, 5), fresh(3, 0, 5), fresh(1, 100, 105), ...meanwhile, fresh(4, 1300, 1310), fresh(2, 1500, 1505), fresh(3, 1500, 1505)];
+    const judge = (lateSenders) => acceptDips({ results, old: [1, 2, 3], final: [2, 3, 4], from: 0, to: 2000, n: 3, toleranceMs: DIP_TOLERANCE_MS, lateSenders }).dips;
+    expect(judge(late)).toEqual([]);
+    // Counting the load's connections alone, 1 looks retired at 105: the dip that was not there.
+    expect(judge([])).toEqual([expect.objectContaining({ count: 2, from: 105, to: 1300 })]);
   });
 
   test('failed requests say nothing about who accepted', () => {

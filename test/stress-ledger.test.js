@@ -3,7 +3,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fingerprintOf, readLedger, recordRun, standing, verifierFiles, writeLedger } from '../scripts/stress-ledger.js';
+import { dependencies, fingerprintOf, readLedger, recordRun, standing, verifierFiles, writeLedger } from '../scripts/stress-ledger.js';
 import { loadLessons } from '../lib/manifest.js';
 
 let dir;
@@ -35,6 +35,15 @@ test('a verifier depends on the shared checks it loads (imports, re-exports, thr
   const [fork, graceful] = ['fork', 'graceful-shutdown'].map((id) => verifierFiles(loadLessons().find((l) => l.id === id).paths.verifier));
   expect(fork.some((f) => f.endsWith('verify/shared/drain.js'))).toBe(false);
   expect(graceful.some((f) => f.endsWith('verify/shared/drain.js'))).toBe(true);
+});
+
+test("the PM2 workspace helper counts for the lessons that need PM2, and for no other", () => {
+  const deps = (id) => dependencies(loadLessons().find((l) => l.id === id)).map((f) => f.replace(/\\/g, '/'));
+  const isPm2Helper = (f) => f.endsWith('/test/helpers/pm2.js');
+  expect(deps('process-manager').some(isPm2Helper)).toBe(true);
+  expect(deps('fork').some(isPm2Helper)).toBe(false);
+  // The other helpers count for every lesson.
+  expect(deps('fork').some((f) => f.endsWith('/test/helpers/fixtures.js'))).toBe(true);
 });
 
 test("each lesson has its own fingerprint (its solution and fixtures are in it)", () => {

@@ -158,9 +158,10 @@ export default {
             for (const line of scorecardLines(ctx.data.card)) ctx.log(line);
             ctx.attach('scorecard', ctx.data.card);
           }
+          // Once: a failure of the chaos may already name its seed and the replay.
           if (err instanceof StepFailure) {
-            err.message = `${err.message} (seed ${ctx.data.seed})`;
-            err.explanation = [err.explanation, `Replay this exact schedule: ${replayCommand(ctx)}`].filter(Boolean).join('\n');
+            if (!err.message.includes(`(seed ${ctx.data.seed})`)) err.message = `${err.message} (seed ${ctx.data.seed})`;
+            if (!err.explanation?.includes(replayCommand(ctx))) err.explanation = [err.explanation, `Replay this exact schedule: ${replayCommand(ctx)}`].filter(Boolean).join('\n');
           }
           throw err;
         } finally {
@@ -655,7 +656,7 @@ async function rollingRestart(chaos) {
   }
   say(`rolling restart done in ${Math.round(now() - sent)} ms: ${r.value.join(', ')}`);
   await ctx.waitAllAnswering({ timeoutMs: 3000 });
-  const { dips, timeline: accepts } = acceptDips({ results: chaos.allLoadResults(), old: before, final: r.value, from: sent, to: now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: hold.heldUntil(), alsoWaiting: chaos.lateSenders.results });
+  const { dips, timeline: accepts } = acceptDips({ results: chaos.allLoadResults(), old: before, final: r.value, from: sent, to: now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: hold.heldUntil(), lateSenders: chaos.lateSenders.results });
   if (dips.length) {
     const f = capacityFailure({ dips, timeline: accepts, old: before, signalAt: sent, results: chaos.allLoadResults(), workers: WORKERS, what: 'the rolling restart', holdMs: HOLD_MS });
     ctx.fail(f.message, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}`, showOutput: true });

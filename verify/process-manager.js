@@ -14,6 +14,7 @@ import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { countWorkers } from './shared/workers.js';
 import { startFreshKeepAliveInFlight } from './shared/fresh-inflight.js';
+import { startLateSenders } from './shared/late-senders.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive, DRAIN_MS, DRAIN_TOLERANCE_MS } from './shared/drain.js';
 import { ECOSYSTEM_FILE, findPm2, pm2Launcher, pm2Command, pm2List, pm2LogLines, toolOutput } from './shared/pm2.js';
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
@@ -32,6 +33,11 @@ const GROW = '/grow?mb=50';
 const SLOW_MS = 3000;
 const SLOW = `/slow?ms=${SLOW_MS}`;
 const KEEP_ALIVE_CLIENTS = 4;
+// How long the late senders of the reload wait before they send: longer than
+// a short grace a drain may give such connections before it ends them (an
+// instance must answer every connection it was handed, whenever its request
+// comes within the drain), well inside the 3 s an instance has to drain.
+const LATE_SEND_MS = 1000;
 const LOOP_RESTARTS = 5;
 // A request "sent before readyAt" must be that by more than this. PM2's
 // primary queues a connection while every instance is busy, or while one
@@ -240,7 +246,11 @@ const respawn = {
 
 // How long PM2 stays paused after the request in flight on the signalled
 // instance was answered: an instance that waits for PM2 is still there then;
-// one that exits on its own has long exited.
+// one that exits on its own has long exited. And at least DRAIN_MS after the
+// SIGINT: an exit of its own on a timer shorter than the drain (a "safety
+// net" process.exit 2 s after SIGINT) must fall inside the pause every run,
+// not only when the request happened to end late (in stress the pause ended
+// 2.0 s after SIGINT, as that timer fired, and the mistake passed).
 const PAUSE_AFTER_ANSWER_MS = 1000;
 const SIGINT_SLOW_MS = 1500;
 const SIGINT_SLOW = `/slow?ms=${SIGINT_SLOW_MS}`;
@@ -290,7 +300,8 @@ const sigintLeaves = {
     await ctx.poll(
       () => {
         if (!isAlive(pid)) diedAt ??= performance.now();
-        return diedAt !== null || (answeredAt !== null && performance.now() - answeredAt > PAUSE_AFTER_ANSWER_MS);
+        const now = performance.now();
+        return diedAt !== null || (answeredAt !== null && now - answeredAt > PAUSE_AFTER_ANSWER_MS && now - signalAt > DRAIN_MS + DRAIN_TOLERANCE_MS);
       },
       { timeoutMs: 12000, intervalMs: 10 },
     );
@@ -376,10 +387,15 @@ const reload = {
     await pm2Settled(ctx, WORKERS);
     const before = await countWorkers(ctx, WORKERS, { context: `WORKERS=${WORKERS}` });
     const load = ctx.startLoad({ path: '/', concurrency: 2, timeoutMs: 5000 });
+    // Connections that send their request a moment after they open: every old
+    // instance holds some when PM2 sends it SIGINT, so a drain that ends the
+    // connections whose request it has not read yet loses requests every time,
+    // not when a fresh connection happens to land in that moment.
+    const late = startLateSenders(ctx, { timeoutMs: 5000, sendAfterMs: LATE_SEND_MS });
     const clients = startKeepAliveClients(ctx.port, { connections: KEEP_ALIVE_CLIENTS, timeoutMs: 5000, signal: ctx.signal });
     ctx.onTeardown(() => clients.stop());
     await ctx.poll(() => new Set(clients.results.filter((r) => r.outcome === 'ok').map((r) => r.conn)).size >= KEEP_ALIVE_CLIENTS, { timeoutMs: 3000 });
-    ctx.log(`fresh connections (2 at a time) and ${KEEP_ALIVE_CLIENTS} keep-alive clients sending GET / back to back`);
+    ctx.log(`fresh connections (2 at a time, and 9 more that each send GET / ${LATE_SEND_MS} ms after opening) and ${KEEP_ALIVE_CLIENTS} keep-alive clients sending GET / back to back`);
     // When each old instance exits: PM2 stops an old instance only once its
     // replacement said ready, so the k-th old instance to exit must find k
     // new instances ready (their readyAt) before it.
@@ -403,6 +419,7 @@ const reload = {
     // A moment of load on the new instances, then stop.
     await sleep(300, null, { signal: ctx.signal });
     const fresh = await load.stop();
+    const lateResults = await late.stop();
     const kept = await clients.stop();
     ctx.data.reload = { before, after: after.value, fresh, kept, reloadAt };
     if (cli.code !== 0) {
@@ -432,16 +449,26 @@ const reload = {
         outputLines: pm2LogLines(ctx.program, /./, 15),
       });
     }
-    const bad = fresh.filter(failed);
+    const onFresh = [...fresh, ...lateResults];
+    const bad = onFresh.filter(failed);
+    ctx.log(`${onFresh.length} requests on fresh connections (${lateResults.length} of them sent ${LATE_SEND_MS} ms after their connection opened), ${bad.length} failed`);
     if (bad.length) {
       const refused = bad.filter((r) => r.code === 'ECONNREFUSED').length;
-      ctx.fail(`${plural(bad.length, 'request')} of ${fresh.length} on fresh connections failed during pm2 reload all (${summarizeFailures(fresh)}).`, {
-        expected: 'every request answered: PM2 stops an old instance only once its replacement can serve',
-        actual: `${summarizeFailures(fresh)}; first at ${seconds(bad[0].start - reloadAt)} after the reload began`,
-        explanation: refused
-          ? "Refused connections mean that for a while no instance listened: the old ones were stopped before the new ones listened. PM2 stops an old instance when its replacement sends 'ready' (wait_ready) or when listen_timeout passes: a process.send('ready') before the start-up work is done, or a listen_timeout shorter than the start-up, does that."
-          : 'Requests that got no answer or an error status while instances were replaced: an instance that stops without finishing what it took, or answers before it can serve.',
-        hint: "await the start-up work, then listen, then process.send('ready') in the listen callback; wait_ready: true and listen_timeout: 10000.",
+      const lateBad = bad.filter((r) => r.sentAfterMs).length;
+      ctx.fail(`${plural(bad.length, 'request')} of ${onFresh.length} on fresh connections failed during pm2 reload all (${summarizeFailures(onFresh)}).`, {
+        expected: 'every request answered: PM2 stops an old instance only once its replacement can serve, and the old instance answers every connection it was handed',
+        actual: `${summarizeFailures(onFresh)}${lateBad ? `; ${lateBad} of them sent ${LATE_SEND_MS} ms after their connection opened` : ''}; first at ${seconds(bad[0].start - reloadAt)} after the reload began`,
+        explanation: [
+          refused &&
+            "Refused connections mean that for a while no instance listened: the old ones were stopped before the new ones listened. PM2 stops an old instance when its replacement sends 'ready' (wait_ready) or when listen_timeout passes: a process.send('ready') before the start-up work is done, or a listen_timeout shorter than the start-up, does that.",
+          refused < bad.length &&
+            `Requests that got no answer or an error status while instances were replaced. Possible causes: an instance that answers with an error before it can serve; an instance that exits (process.exit) or is killed (kill_timeout) before it has answered what it took; or a drain that ends the connections whose request it has not read yet, at once or after a grace shorter than the drain (http-terminator's terminate(), stoppable's stop(), server.closeAllConnections() before the time limit: Node's own server.close(), which cluster.worker.disconnect() calls, leaves them open and answers them). The verifier keeps connections open that send their request ${LATE_SEND_MS} ms later, so every old instance holds some when PM2 stops it.`,
+        ]
+          .filter(Boolean)
+          .join(' '),
+        hint: refused
+          ? "await the start-up work, then listen, then process.send('ready') in the listen callback; wait_ready: true and listen_timeout: 10000."
+          : "on SIGINT only cluster.worker.disconnect() (server.close() without PM2), no process.exit() of your own: the instance exits once its last connection is answered.",
         showOutput: true,
       });
     }

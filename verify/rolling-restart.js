@@ -176,7 +176,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   const keepAlive = await clients.stop();
   const slowResult = slow ? await slow.result : null;
   const final = end.ok ? end.pids : ctx.workers();
-  const { dips, timeline } = acceptDips({ results, old, final, from: signalAt, to: end.at ?? performance.now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: throttle.heldUntil(), alsoWaiting: lateResults });
+  const { dips, timeline } = acceptDips({ results, old, final, from: signalAt, to: end.at ?? performance.now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: throttle.heldUntil(), lateSenders: lateResults });
   // A retired worker stopped accepting at its last answer to a fresh connection.
   // Known no later than this: its last answer to a fresh connection (a lower
   // bound: the load may have missed it for a while), or, later, its first

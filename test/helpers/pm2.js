@@ -5,7 +5,7 @@
 // a PM2 installed outside the repository (.ci/run installs it):
 //   npm install --prefix ~/.cache/cluster-workshop/pm2 pm2@7
 // CW_PM2_DIR names another install (the folder that holds pm2's package.json).
-import { cpSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,9 +23,11 @@ export function pm2Dir() {
 }
 
 /**
- * A temporary workspace as a learner's looks after `npm install pm2`:
- * package.json ("type": "module"), node_modules/pm2 and node_modules/express
- * (links). Returns its folder; the caller removes it.
+ * A temporary workspace as a learner's looks after `npm install pm2` and of
+ * the libraries their server uses: package.json ("type": "module"),
+ * node_modules/pm2 and a link to each package the workshop's package.json
+ * names (express; http-terminator, @godaddy/terminus and the other libraries
+ * blind-authored programs use). Returns its folder; the caller removes it.
  */
 export function makePm2Workspace(root = mkdtempSync(join(tmpdir(), 'cw-pm2-ws-'))) {
   mkdirSync(join(root, 'node_modules'), { recursive: true });
@@ -35,7 +37,11 @@ export function makePm2Workspace(root = mkdtempSync(join(tmpdir(), 'cw-pm2-ws-')
     if (!existsSync(at)) symlinkSync(target, at, 'junction');
   };
   link('pm2', pm2Dir());
-  link('express', join(REPO_ROOT, 'node_modules', 'express'));
+  const { dependencies = {}, devDependencies = {} } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8'));
+  for (const name of Object.keys({ ...dependencies, ...devDependencies })) {
+    if (name.includes('/')) mkdirSync(join(root, 'node_modules', dirname(name)), { recursive: true });
+    link(name, join(REPO_ROOT, 'node_modules', name));
+  }
   return root;
 }
 

@@ -16,6 +16,14 @@
 // Old workers that are still among the final workers count to the end; a
 // replacement retired in turn (a second restart) stops at its last answer.
 //
+// Every connection the verifier opens takes its turn in the primary's round
+// robin, the late senders' (shared/late-senders.js) as much as the load's, so
+// both count: the round robin hands out turns in a fixed order, and when two
+// streams of connections interleave in step a worker's turns can all fall on
+// one stream for a second (measured in stress: an old worker that was still
+// to retire took only late senders' connections for 470 and 1290 ms while 8
+// and 6 of the load's went to the two others, a dip that was not there).
+//
 // A gap is evidence only if the load kept going through it: at least
 // MIN_EVIDENCE requests started inside it were answered, all by the workers
 // that accepted (round robin hands a worker that accepts one of every few
@@ -28,15 +36,16 @@
 export const MIN_EVIDENCE = 6;
 
 /**
- * @param {{ results: object[], old: number[], final: number[], from: number, to: number, n: number, toleranceMs: number, heldUntil?: Map<number, number>, alsoWaiting?: object[] }} o
+ * @param {{ results: object[], old: number[], final: number[], from: number, to: number, n: number, toleranceMs: number, heldUntil?: Map<number, number>, lateSenders?: object[] }} o
  *   results: fresh-connection outcomes { pid, start, end, ok, status }; old: the workers before the restart;
  *   final: the workers after it; from/to: the window judged; heldUntil: when each replacement the
- *   verifier held was let go; alsoWaiting: more outcomes (shared/late-senders.js) counted only
- *   among the requests that waited for a held replacement
+ *   verifier held was let go; lateSenders: the late senders' outcomes (shared/late-senders.js),
+ *   counted as results are (start: when the connection opened)
  * @returns {{ dips: { from: number, to: number, ms: number, count: number, accepting: number[], steady: boolean, evidence: number, waited: number }[],
  *   timeline: Map<number, { first: number, last: number }> }}
  */
-export function acceptDips({ results, old, final, from, to, n, toleranceMs, heldUntil = new Map(), alsoWaiting = [] }) {
+export function acceptDips({ results: load, old, final, from, to, n, toleranceMs, heldUntil = new Map(), lateSenders = [] }) {
+  const results = [...load, ...lateSenders];
   const timeline = new Map();
   for (const r of results) {
     if (!r.ok || r.status !== 200 || r.pid === undefined) continue;
@@ -79,7 +88,7 @@ export function acceptDips({ results, old, final, from, to, n, toleranceMs, held
   }
   const answered = results.filter((r) => r.ok && r.status === 200 && r.pid !== undefined);
   const waitsForHeld = (r) => !old.includes(r.pid) && heldUntil.has(r.pid) && r.start < heldUntil.get(r.pid);
-  const waitedForHeld = [...answered, ...alsoWaiting.filter((r) => r.ok && r.status === 200 && r.pid !== undefined)].filter(waitsForHeld);
+  const waitedForHeld = answered.filter(waitsForHeld);
   for (const d of dips) {
     d.ms = Math.round(d.to - d.from);
     d.evidence = answered.filter((r) => r.start >= d.from && r.start < d.to && !waitsForHeld(r)).length;

@@ -20,11 +20,12 @@ const CONNECTIONS = 9;
 
 /**
  * Starts the late senders: CONNECTIONS loops, each opening a connection,
- * sending GET `path` SEND_AFTER_MS later, waiting for the answer, again.
+ * sending GET `path` sendAfterMs (default SEND_AFTER_MS) later, waiting for
+ * the answer, again.
  * @returns {{ results: object[], stop({ abandon }?): Promise<object[]> }} results as startLoad's,
  *   each with sentAfterMs
  */
-export function startLateSenders(ctx, { path = '/', timeoutMs = 4000 } = {}) {
+export function startLateSenders(ctx, { path = '/', timeoutMs = 4000, sendAfterMs = SEND_AFTER_MS } = {}) {
   const results = [];
   let running = true;
   const pending = new Set();
@@ -42,10 +43,10 @@ export function startLateSenders(ctx, { path = '/', timeoutMs = 4000 } = {}) {
       const controller = new AbortController();
       const entry = { start, controller };
       pending.add(entry);
-      const gate = new Promise((resolve) => setTimeout(resolve, SEND_AFTER_MS));
+      const gate = new Promise((resolve) => setTimeout(resolve, sendAfterMs));
       const r = await request(ctx.port, path, { timeoutMs, host: ctx.program?.host ?? undefined, signal: controller.signal, gate });
       pending.delete(entry);
-      results.push({ ...r, start, end: performance.now(), sentAfterMs: SEND_AFTER_MS, ...(controller.signal.aborted && { abandoned: true }) });
+      results.push({ ...r, start, end: performance.now(), sentAfterMs: sendAfterMs, ...(controller.signal.aborted && { abandoned: true }) });
     }
   };
   const loops = Array.from({ length: CONNECTIONS }, loop);
