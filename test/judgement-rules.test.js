@@ -2,7 +2,9 @@
 // (verify/shared/): what they decide for given timelines, without running a
 // program. Each case is one rule of a lesson's contract.
 import { classifyKeepAlive, lingeringWorkers, DRAIN_MS, DRAIN_TOLERANCE_MS } from '../verify/shared/drain.js';
-import { acceptDips, DIP_TOLERANCE_MS } from '../verify/shared/capacity.js';
+import { lateExits, lateExitFailure } from '../verify/shared/exits.js';
+import { startedTogether, startedTogetherFailure } from '../verify/shared/one-at-a-time.js';
+import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from '../verify/shared/capacity.js';
 import { scheduleFor, excusedBy, classify, SLACK_MS } from '../verify/shared/chaos.js';
 
 const ok = (conn, seq, pid, start, end, extra = {}) => ({ conn, seq, path: '/', outcome: 'ok', status: 200, pid, start, end, reused: seq > 0, keepAlive: true, bytes: 50, ...extra });
@@ -74,6 +76,35 @@ describe('lingeringWorkers (a worker exits within 3 s of its disconnect plus its
 
   test('a worker that answered with Connection: close and left is not found', () => {
     expect(lingeringWorkers([ok(1, 0, 10, 990, 1010, { keepAlive: false })], retired)).toEqual([]);
+  });
+});
+
+describe('lateExits (a retired worker that answers nothing late but lingers idle)', () => {
+  const retired = new Map([[10, 1000]]);
+
+  test('a worker that exits 5 s after it stopped accepting, its last answer long before, is found; the message lists causes, asserts none', () => {
+    const answers = [ok(1, 0, 10, 900, 1050, { keepAlive: false })];
+    const [found] = lateExits(new Map([[10, 6000]]), retired, answers, { now: 9000 });
+    expect(found).toMatchObject({ pid: 10, alive: false, lingeredMs: 4950 });
+    const f = lateExitFailure(found, { what: 'it stopped accepting new connections', shutdownTimeoutMs: 5000 });
+    expect(f.message).toMatch(/exited only 5\.0 s after it stopped accepting/);
+    expect(f.explanation).toMatch(/Possible causes: a timer that is not unref\(\)'d/);
+  });
+
+  test('one still alive when the check runs is found, as still running', () => {
+    const [found] = lateExits(new Map(), retired, [], { now: 1000 + DRAIN_MS + DRAIN_TOLERANCE_MS + 500 });
+    expect(found).toMatchObject({ pid: 10, alive: true });
+  });
+
+  test('what its requests in flight at the retirement still needed is added to the 3 s, by the same rule as its answers', () => {
+    // A 1.5 s request in flight, answered 1.4 s after the retirement: it may live until 1.4 + 3 s.
+    const slow = { pid: 10, ok: true, status: 200, start: 0, end: 2400 };
+    expect(lateExits(new Map([[10, 2400 + DRAIN_MS]]), retired, [slow], { now: 9000 })).toEqual([]);
+    expect(lateExits(new Map([[10, 2400 + DRAIN_MS + DRAIN_TOLERANCE_MS + 50]]), retired, [slow], { now: 9000 })).toHaveLength(1);
+  });
+
+  test('a worker that exits soon after its drain is not found', () => {
+    expect(lateExits(new Map([[10, 1200]]), retired, [ok(1, 0, 10, 900, 1100)], { now: 9000 })).toEqual([]);
   });
 });
 
@@ -263,5 +294,78 @@ describe('keep-alive clients cut off by a shutdown (graceful-shutdown and capsto
     const f = cutOnShutdownFailure(describeKeepAliveFailures(c));
     expect(f.message).toBe('The keep-alive clients were cut off during the shutdown, not drained: 1 response cut after it began (first: /, 3 bytes received).');
     expect(f.actual).toMatch(/; 1 request not answered \(first: \/, unanswered, ECONNRESET\)$/);
+  });
+});
+
+describe('startedTogether (one replacement at a time: the next is forked only after the one before it listens)', () => {
+  const HOLD = 1000;
+  const seen = (firstSeen, heldAt, releasedAt) => ({ firstSeen, heldAt, releasedAt });
+
+  test('one at a time: each replacement forked after the one before it was released is not found', () => {
+    const held = new Map([
+      [1, seen(0, 5, 1005)],
+      [2, seen(1200, 1204, 2204)],
+      [3, seen(2400, 2406, 3406)],
+    ]);
+    expect(startedTogether(held, { holdMs: HOLD })).toEqual([]);
+  });
+
+  test('all forked at once: each later one is found against each earlier one still held, and the message lists causes', () => {
+    const held = new Map([
+      [1, seen(0, 5, 1005)],
+      [2, seen(2, 8, 1008)],
+      [3, seen(3, 9, 1009)],
+    ]);
+    const found = startedTogether(held, { holdMs: HOLD });
+    expect(found.map((f) => [f.first, f.next])).toEqual([[1, 2], [1, 3], [2, 3]]);
+    const f = startedTogetherFailure(found, { holdMs: HOLD });
+    expect(f.message).toMatch(/3 replacements were starting at once: worker 2 was forked 2 ms after worker 1/);
+    expect(f.explanation).toMatch(/Possible causes: .*forEach/);
+  });
+
+  test("forked on the previous one's 'online' (while it is held) is found", () => {
+    const held = new Map([
+      [1, seen(0, 40, 1040)],
+      [2, seen(45, 90, 1090)],
+    ]);
+    expect(startedTogether(held, { holdMs: HOLD })).toEqual([{ first: 1, next: 2, afterMs: 45, stillHeldMs: 995 }]);
+  });
+
+  test('a replacement the watcher missed proves nothing; a hold not yet released ends holdMs after it began', () => {
+    expect(startedTogether(new Map([[1, { firstSeen: 0, missed: true }], [2, seen(5, 9)]]), { holdMs: HOLD })).toEqual([]);
+    expect(startedTogether(new Map([[1, seen(0, 5)], [2, seen(900, 905)]]), { holdMs: HOLD })).toHaveLength(1);
+    expect(startedTogether(new Map([[1, seen(0, 5)], [2, seen(1010, 1015)]]), { holdMs: HOLD })).toEqual([]);
+  });
+});
+
+describe('capacityFailure names a replacement that died during the dip, and then asserts no early retirement', () => {
+  const base = {
+    dips: [{ from: 6684, to: 9732, ms: 3048, count: 2, accepting: [4, 5], steady: true, evidence: 40, waited: 0 }],
+    timeline: new Map([[1, { first: 0, last: 4004 }], [4, { first: 1500, last: 12000 }], [5, { first: 3000, last: 12000 }], [6, { first: 6000, last: 6600 }], [7, { first: 9732, last: 12000 }]]),
+    old: [1, 2, 3],
+    signalAt: 0,
+    results: [],
+    workers: 3,
+    what: 'the rolling restart',
+    holdMs: 1000,
+    replacements: [4, 5, 6, 7],
+  };
+
+  test('a replacement gone before the dip ended is named, with the causes of such a death', () => {
+    const f = capacityFailure({ ...base, alive: (pid) => pid !== 6 });
+    expect(f.explanation).toMatch(/Replacement 6 exited during the rolling restart/);
+    expect(f.explanation).toMatch(/Possible causes: it crashed at start-up, or the primary killed it/);
+    expect(f.explanation).not.toMatch(/so this shows every run/);
+  });
+
+  test('with every replacement alive, the message is that of a retirement before the replacement listened', () => {
+    const f = capacityFailure({ ...base, alive: () => true });
+    expect(f.explanation).not.toMatch(/exited during/);
+    expect(f.explanation).toMatch(/it was retired before the replacement listened/);
+  });
+
+  test('a replacement retired after the dip (a queued restart) is not named', () => {
+    const f = capacityFailure({ ...base, alive: (pid) => pid !== 4 });
+    expect(f.explanation).not.toMatch(/exited during/);
   });
 });

@@ -16,6 +16,8 @@ import { startLateSenders, SEND_AFTER_MS } from './shared/late-senders.js';
 import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
 import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive } from './shared/drain.js';
+import { watchExits, lateExits, lateExitFailure, EXIT_POLL_MS } from './shared/exits.js';
+import { startedTogether, startedTogetherFailure } from './shared/one-at-a-time.js';
 import { keepAliveOnEvery } from './shared/keepalive-on-every.js';
 import { isAlive } from '../lib/harness/processes.js';
 import { failed, summarizeFailures } from '../lib/harness/load.js';
@@ -159,6 +161,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   const throttle = await holdNewWorkersAtOnline(ctx, { initial: old });
   const slow = slowPath ? await startInFlight(ctx, slowPath, { timeoutMs: 8000 }) : null;
   ctx.log(`load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight` : ''}`);
+  const exits = watchExits(old);
   ctx.signalPrimary('SIGUSR2');
   const signalAt = performance.now();
   let started = { ok: true };
@@ -173,6 +176,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   await throttle.stop();
   // The keep-alive clients run until the retired workers are gone (bounded), so a worker that keeps them shows.
   await ctx.poll(() => old.every((pid) => !isAlive(pid)) || ctx.program.exited, { timeoutMs: SHUTDOWN_TIMEOUT + 1500 });
+  exits.stop();
   const keepAlive = await clients.stop();
   const slowResult = slow ? await slow.result : null;
   const final = end.ok ? end.pids : ctx.workers();
@@ -187,7 +191,42 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
     old.filter((pid) => !final.includes(pid) && timeline.has(pid)).map((pid) => [pid, Math.max(timeline.get(pid).last, Number.isFinite(firstClose(pid)) ? firstClose(pid) : -Infinity)]),
   );
   const lingering = lingeringWorkers(keepAlive, retiredAt);
-  return { old, signalAt, end, results, lateResults, keepAlive, slowResult, dips, timeline, lingering, throttle, started, retiredAt };
+  // Every old worker that stopped accepting, the ones still alive too: one
+  // that lingers idle after its drain is retired all the same.
+  const stoppedAccepting = stoppedAcceptingAt(timeline, old, results, retiredAt);
+  const answers = [...keepAlive, ...results, ...lateResults, ...(slowResult ? [{ ...slowResult, start: slow.sentAt, end: slow.sentAt + slowResult.ms }] : [])];
+  const lateExit = lateExits(exits.exitedAt, stoppedAccepting, answers, { now: performance.now(), slackMs: EXIT_POLL_MS });
+  return { old, signalAt, end, results, lateResults, keepAlive, slowResult, dips, timeline, lingering, lateExit, stoppedAccepting, throttle, started, retiredAt };
+}
+
+// An old worker still alive at the end is taken as retired when the load
+// went on being answered for this long after its last answer on a fresh
+// connection: a worker that listens is handed one every few milliseconds.
+const STOPPED_GAP_MS = 1000;
+
+/**
+ * When each old worker stopped accepting new connections: retiredAt's, and
+ * for an old worker still alive at the end (not in retiredAt), its last
+ * answer on a fresh connection if the others went on answering long after.
+ */
+function stoppedAcceptingAt(timeline, old, results, retiredAt) {
+  const lastAnswer = Math.max(...results.filter((r) => r.ok && r.pid !== undefined).map((r) => r.end));
+  const stopped = new Map(retiredAt);
+  for (const pid of old) {
+    const t = timeline.get(pid);
+    if (!stopped.has(pid) && t && t.last < lastAnswer - STOPPED_GAP_MS) stopped.set(pid, t.last);
+  }
+  return stopped;
+}
+
+/** Why old workers are still running: never retired, or retired (they stopped accepting) and never exited. */
+function stillOldExplanation(stillOld, stoppedAccepting) {
+  const retired = stillOld.filter((pid) => stoppedAccepting.has(pid));
+  const serving = stillOld.filter((pid) => !stoppedAccepting.has(pid));
+  const parts = [];
+  if (serving.length) parts.push(`${serving.join(', ')} still accepted new connections at the end: the replacements were forked but ${serving.length === 1 ? 'that old worker was' : 'those old workers were'} never retired (or not yet: a restart that waits for each old worker to exit is as slow as its slowest exit). Each must be disconnected once its replacement listens.`);
+  if (retired.length) parts.push(`${retired.join(', ')} stopped accepting new connections long before the end but ${retired.length === 1 ? 'is' : 'are'} still running: something keeps ${retired.length === 1 ? 'it' : 'them'} alive after the drain (a timer that is not unref()'d, an open connection to another service).`);
+  return parts.join(' ');
 }
 
 /** Fails when fewer than WORKERS workers accepted new connections for longer than DIP_TOLERANCE_MS. */
@@ -196,8 +235,16 @@ function expectCapacity(ctx, run, what = 'the restart') {
   const order = [...timeline].filter(([pid]) => !old.includes(pid)).map(([pid, t]) => `${pid} from ${ms(signalAt, t.first)} ms`);
   ctx.log(`replacements first accepted a connection: ${order.join(', ') || 'none'} after SIGUSR2 (each held ${HOLD_MS} ms on purpose right after 'online': ${[...throttle.held.values()].filter((h) => h.heldAt).length} of ${throttle.held.size})`);
   if (!dips.length) return;
-  const f = capacityFailure({ dips, timeline, old, signalAt, results, workers: WORKERS, what, holdMs: HOLD_MS });
+  const f = capacityFailure({ dips, timeline, old, signalAt, results, workers: WORKERS, what, holdMs: HOLD_MS, replacements: [...throttle.held.keys()], alive: isAlive });
   ctx.fail(f.message, { ...f, reproduce: [`kill -USR2 ${ctx.primaryPid}`, `watch -n 0.1 pgrep -P ${ctx.primaryPid}`] });
+}
+
+/** Fails when a replacement was forked while another was still starting (held, so it could not have listened yet). */
+function expectOneAtATime(ctx, run, what = 'the restart') {
+  const found = startedTogether(run.throttle.held, { holdMs: HOLD_MS });
+  if (!found.length) return;
+  const f = startedTogetherFailure(found, { what, holdMs: HOLD_MS });
+  ctx.fail(f.message, { ...f, reproduce: [`kill -USR2 ${ctx.primaryPid}`, `watch -n 0.1 pgrep -P ${ctx.primaryPid}   # one new pid at a time`], showOutput: true });
 }
 
 export default {
@@ -231,6 +278,23 @@ export default {
       },
     },
     {
+      id: 'one-at-a-time',
+      title: 'one replacement at a time: each forked after the one before it listens',
+      async run(ctx) {
+        const { run } = ctx.data;
+        // More forks than old workers: some replaced no old worker (an 'exit'
+        // handler that forks for a retired worker too), and such a fork
+        // overlaps the next replacement's start without any parallel
+        // restart. That mistake is ends-clean's ("more workers than WORKERS").
+        if (run.throttle.held.size > run.old.length) {
+          ctx.log(`${run.throttle.held.size} workers were forked for ${run.old.length} old ones: the extra forks are judged at ends-clean, not here`);
+          return;
+        }
+        expectOneAtATime(ctx, run);
+        ctx.log('each replacement was forked after the one before it could listen');
+      },
+    },
+    {
       id: 'slow-completes',
       title: `a ${SLOW} request started before SIGUSR2 completes with 200`,
       async run(ctx) {
@@ -256,6 +320,10 @@ export default {
       async run(ctx) {
         const { run } = ctx.data;
         if (run.lingering.length) failLingering(ctx, run.lingering);
+        if (run.lateExit.length) {
+          const f = lateExitFailure(run.lateExit[0], { what: 'it stopped accepting new connections', all: run.lateExit, shutdownTimeoutMs: SHUTDOWN_TIMEOUT });
+          ctx.fail(f.message, { ...f, reproduce: [`kill -USR2 ${ctx.primaryPid}`, `watch -n 0.2 pgrep -P ${ctx.primaryPid}   # the old pids should leave within 3 s of their replacement`], showOutput: true });
+        }
         const final = run.end.ok ? run.end.pids : ctx.workers();
         const alive = run.old.filter((pid) => !final.includes(pid) && isAlive(pid));
         if (alive.length && run.end.ok) {
@@ -295,13 +363,15 @@ export default {
               explanation: stillOld.length
                 ? now.length === 0
                   ? 'No worker is left.'
-                  : 'The replacements were forked but the old workers never retired: each must be disconnected once its replacement listens.'
+                  : stillOldExplanation(stillOld, ctx.data.run.stoppedAccepting)
                 : tooMany
                   ? "More workers than WORKERS: the retired workers were replaced again. The 'exit' handler of the respawn lesson forks for every exit, the ones you caused on purpose too."
                   : 'The restart did not end with a full set of new workers.',
               reproduce: [`kill -USR2 ${primaryPid}`, `pgrep -P ${primaryPid}`],
               hint: stillOld.length
-                ? "after the replacement's 'listening' event, call oldWorker.disconnect()."
+                ? stillOld.some((pid) => !ctx.data.run.stoppedAccepting.has(pid))
+                  ? "after the replacement's 'listening' event, call oldWorker.disconnect()."
+                  : "unref() the worker's time-limit timer and intervals, so that nothing keeps a drained worker alive."
                 : "in cluster.on('exit'), do not fork when worker.exitedAfterDisconnect is true: that worker was retired, and its replacement already runs.",
               showOutput: true,
             },
@@ -340,6 +410,7 @@ export default {
             showOutput: true,
           });
         }
+        expectOneAtATime(ctx, run, 'a restart with a second SIGUSR2');
         ctx.log(`settled ${ms(signalAt, end.at)} ms after the first SIGUSR2 with workers ${end.pids.join(', ')}`);
       },
     },

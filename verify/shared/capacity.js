@@ -107,10 +107,17 @@ export const DIP_TOLERANCE_MS = 400;
 
 const failedResult = (r) => !r.ok || r.status !== 200;
 
-/** The failure of a dip, in the words of every lesson that restarts (rolling-restart, capstone). */
-export function capacityFailure({ dips, timeline, old, signalAt, results, workers, what = 'the restart', holdMs }) {
+/**
+ * The failure of a dip, in the words of every lesson that restarts (rolling-restart, capstone).
+ * replacements: every new worker seen during the restart; alive(pid): whether it still runs. A
+ * replacement that died by the end of the dip is named, with the causes of such a death, since
+ * the dip may be its doing rather than a retirement that came too early.
+ */
+export function capacityFailure({ dips, timeline, old, signalAt, results, workers, what = 'the restart', holdMs, replacements = [], alive = () => true }) {
   const at = (t) => `${Math.round(t - signalAt)} ms`;
   const worst = dips.reduce((a, b) => (b.count < a.count || (b.count === a.count && b.ms > a.ms) ? b : a));
+  // Replacements that died by the end of the dip (not retired afterwards by a queued restart): gone now, and their last answer, if any, came before the dip ended.
+  const gone = replacements.filter((pid) => !old.includes(pid) && !alive(pid) && !(timeline.get(pid)?.last > worst.to));
   const stoppedBefore = old.filter((pid) => timeline.get(pid)?.last <= worst.from + 1 && timeline.get(pid)?.last > signalAt);
   const startedAfter = [...timeline].filter(([pid, t]) => !old.includes(pid) && t.first >= worst.to - 1).map(([pid]) => pid);
   const noneFailed = !results.some(failedResult);
@@ -132,8 +139,13 @@ export function capacityFailure({ dips, timeline, old, signalAt, results, worker
     explanation:
       (noneFailed && worst.count ? 'No request failed: the remaining workers took the connections, and at this light load they kept up. ' : '') +
       (noneFailed && !worst.count ? 'No request failed: they waited, unanswered, until a replacement could take them. ' : '') +
-      `But for that time the cluster ran at ${worst.count}/${workers} of its capacity: under real traffic that is a latency spike at every deploy. The old worker stopped accepting before its replacement could: it was retired before the replacement listened, for example on 'online' (the new process runs, but your code has not loaded yet: 'online' comes well before 'listening'), or before the replacement was forked.` +
-      (holdMs ? ` The verifier held each replacement for ${holdMs} ms right after its 'online', as a loaded machine might, so this shows every run.` : ''),
-    hint: "fork the replacement first, wait for its 'listening' event (not 'online'), and only then worker.disconnect() the old one.",
+      `But for that time the cluster ran at ${worst.count}/${workers} of its capacity: under real traffic that is a latency spike at every deploy. ` +
+      (gone.length
+        ? `Replacement${gone.length === 1 ? '' : 's'} ${gone.join(', ')} exited during ${what}, and a replacement that dies leaves the cluster short until another is forked and listens. Possible causes: it crashed at start-up, or the primary killed it (a heartbeat or start-up check too strict for a slow start: the verifier paused each replacement right after its 'online', as a loaded machine might); or an old worker stopped accepting before its replacement could (retired on 'online', or before the replacement was forked).`
+        : "The old worker stopped accepting before its replacement could: it was retired before the replacement listened, for example on 'online' (the new process runs, but your code has not loaded yet: 'online' comes well before 'listening'), or before the replacement was forked.") +
+      (holdMs && !gone.length ? ` The verifier held each replacement for ${holdMs} ms right after its 'online', as a loaded machine might, so this shows every run.` : ''),
+    hint: gone.length
+      ? "find out why the replacement exited (its output above); a heartbeat check must allow a new worker time to start (count from its 'listening', not its fork). Then: fork the replacement first, wait for its 'listening' event, and only then worker.disconnect() the old one."
+      : "fork the replacement first, wait for its 'listening' event (not 'online'), and only then worker.disconnect() the old one.",
   };
 }
