@@ -12,6 +12,7 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from '../lib/harness/http.js';
+import { isAlive } from '../lib/harness/processes.js';
 import { failed } from '../lib/harness/load.js';
 import { StepFailure } from '../lib/harness/failure.js';
 import { sleepFor } from '../lib/harness/context.js';
@@ -485,8 +486,13 @@ async function runChaos(ctx) {
   say(`GET /slow?ms=${SLOW_MS} on a keep-alive connection, then SIGTERM to the whole group`);
   // Read by a worker right before the signal (so nearly all of it is still
   // to run at the signal), on a connection that goes on sending afterwards
-  // (lesson graceful-shutdown's in-flight request).
-  const slowConn = await startFreshKeepAliveInFlight(ctx, `/slow?ms=${SLOW_MS}`, { timeoutMs: SLOW_MS + 6000, then: '/', freshMs: (SLOW_MS * 3) / 4 });
+  // (lesson graceful-shutdown's in-flight request). Still to run at the
+  // signal: at least HEARTBEAT_TIMEOUT and a half, so that a primary that
+  // goes on applying its heartbeat timeout to draining workers (they stop
+  // beating when told to stop) kills this one before its answer, every run.
+  // With 3/4 of it allowed to have passed, a request seen read late by a
+  // starved verifier had 500 ms left: answered before that kill, a pass.
+  const slowConn = await startFreshKeepAliveInFlight(ctx, `/slow?ms=${SLOW_MS}`, { timeoutMs: SLOW_MS + 6000, then: '/', freshMs: SLOW_MS - HEARTBEAT_TIMEOUT * 1.5 });
   ctx.onTeardown(() => slowConn.stop());
   const sigAt = now();
   const drained = ctx.workers();
@@ -658,7 +664,7 @@ async function rollingRestart(chaos) {
   await ctx.waitAllAnswering({ timeoutMs: 3000 });
   const { dips, timeline: accepts } = acceptDips({ results: chaos.allLoadResults(), old: before, final: r.value, from: sent, to: now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: hold.heldUntil(), lateSenders: chaos.lateSenders.results });
   if (dips.length) {
-    const f = capacityFailure({ dips, timeline: accepts, old: before, signalAt: sent, results: chaos.allLoadResults(), workers: WORKERS, what: 'the rolling restart', holdMs: HOLD_MS });
+    const f = capacityFailure({ dips, timeline: accepts, old: before, signalAt: sent, results: chaos.allLoadResults(), workers: WORKERS, what: 'the rolling restart', holdMs: HOLD_MS, replacements: [...hold.held.keys()], alive: isAlive });
     ctx.fail(f.message, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}`, showOutput: true });
   }
 }
