@@ -1,7 +1,10 @@
 // When retired workers exit, and whether they outlived their drain. A retired
 // worker that stays alive long after its last connection ended shows only in
 // its exit time: it answers nothing late, it just lingers (a timer that is
-// not unref()'d, a channel to the primary never disconnected).
+// not unref()'d, a channel to the primary never disconnected). Only known
+// pids are watched, one small /proc read each per look: shared/sampler.js
+// sees exits too, but also scans the whole process table for new workers,
+// more than a restart under load needs from the verifier's CPU.
 import { isAlive } from '../../lib/harness/processes.js';
 import { DRAIN_MS, DRAIN_TOLERANCE_MS } from './drain.js';
 
