@@ -225,7 +225,7 @@ function stillOldExplanation(stillOld, stoppedAccepting) {
   const serving = stillOld.filter((pid) => !stoppedAccepting.has(pid));
   const parts = [];
   if (serving.length) parts.push(`${serving.join(', ')} still accepted new connections at the end: the replacements were forked but ${serving.length === 1 ? 'that old worker was' : 'those old workers were'} never retired (or not yet: a restart that waits for each old worker to exit is as slow as its slowest exit). Each must be disconnected once its replacement listens.`);
-  if (retired.length) parts.push(`${retired.join(', ')} stopped accepting new connections long before the end but ${retired.length === 1 ? 'is' : 'are'} still running: something keeps ${retired.length === 1 ? 'it' : 'them'} alive after the drain (a timer that is not unref()'d, an open connection to another service).`);
+  if (retired.length) parts.push(`${retired.join(', ')} stopped accepting new connections long before the end but ${retired.length === 1 ? 'is' : 'are'} still running: something keeps ${retired.length === 1 ? 'it' : 'them'} alive after the drain (a timer that is not unref()'d, a channel to the primary never disconnected, an open connection to another service).`);
   return parts.join(' ');
 }
 
@@ -371,7 +371,7 @@ export default {
               hint: stillOld.length
                 ? stillOld.some((pid) => !ctx.data.run.stoppedAccepting.has(pid))
                   ? "after the replacement's 'listening' event, call oldWorker.disconnect()."
-                  : "unref() the worker's time-limit timer and intervals, so that nothing keeps a drained worker alive."
+                  : "retire with worker.disconnect(), and unref() the worker's time-limit timer and intervals, so that nothing keeps a drained worker alive."
                 : "in cluster.on('exit'), do not fork when worker.exitedAfterDisconnect is true: that worker was retired, and its replacement already runs.",
               showOutput: true,
             },
