@@ -1,13 +1,10 @@
-// Every fixture program under test/fixtures/<lesson>/ gets the verdict its
-// header promises: a mistake fails at the named step with the named words; a
-// correct-but-unusual program passes. After each run, no process is left.
-// A derived fixture (// derive-from:) runs as its source with its
-// replacements, written to a temporary folder that is removed at the end.
+// The fixture catalogue (test/catalogue.js) of every lesson that does not
+// wait on a daemon, and the rules of derived fixtures.
 import { existsSync, readFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { loadLessons } from '../lib/manifest.js';
-import { fixturesOf, parseExpectations, textsFor, applyReplacements, FixturePrograms } from './helpers/fixtures.js';
-import { verifyFile, leftovers, verdictOf, PASSED, failedAt } from './helpers/verify.js';
+import { applyReplacements, FixturePrograms } from './helpers/fixtures.js';
+import { describeCatalogue, DAEMON_LESSONS } from './catalogue.js';
 
 const programs = new FixturePrograms();
 afterAll(() => programs.cleanup());
@@ -38,24 +35,6 @@ describe('derived fixtures', () => {
   });
 });
 
-for (const lesson of loadLessons()) {
-  const fixtures = fixturesOf(lesson);
-  if (fixtures.length === 0) continue;
-  describe(`${lesson.number} ${lesson.id}: fixture programs`, () => {
-    for (const file of fixtures) {
-      const expectation = parseExpectations(file);
-      const name = basename(dirname(file)) === lesson.id ? basename(file) : basename(dirname(file));
-      test(`${name} ${expectation.pass ? 'passes' : `fails at ${expectation.failAt.join(' or ')}`}`, async () => {
-        const program = programs.programOf(file);
-        const result = await verifyFile(lesson.id, program, { readyTimeoutMs: expectation.readyTimeoutMs });
-        if (expectation.pass) {
-          expect(verdictOf(result)).toMatch(PASSED);
-        } else {
-          expect(verdictOf(result)).toMatch(failedAt(expectation.failAt));
-          for (const text of textsFor(expectation, result.failedStep.id)) expect(result.failedStep.detail).toContain(text);
-        }
-        expect(leftovers()).toEqual([]);
-      });
-    }
-  });
-}
+// The catalogue of every lesson but those that wait on PM2 and nginx
+// (mistakes-daemons.test.js has those).
+describeCatalogue(loadLessons().filter((l) => !DAEMON_LESSONS.includes(l.id)), programs);

@@ -19,6 +19,7 @@ import { isAlive } from '../lib/harness/processes.js';
 import { startLoad } from '../lib/harness/load.js';
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
 import { keepAliveOnEvery } from './shared/keepalive-on-every.js';
+import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
 import { sleepFor } from '../lib/harness/wait.js';
 import { DRAIN_MS, DRAIN_TOLERANCE_MS, classifyKeepAlive, describeKeepAliveFailures } from './shared/drain.js';
 import { keysUnder, redisAnswersStep, redisTeardown } from './shared/redis.js';
@@ -55,6 +56,10 @@ const KEEPALIVE = 64;
 const KEEPALIVE_LOOKS = 4;
 const LATE_LOOK_MS = 1000;
 const BUSY_MS = 50; // what each keep-alive request takes (see startTraffic)
+// The keep-alive clients straight to a machine in a rolling restart: how
+// long their requests take, and how many of each every old worker holds
+// (rollMachine says why the lengths differ).
+const STRAIGHT_KEPT = [{ ms: BUSY_MS, perWorker: 3 }, { ms: 290, perWorker: 1 }, { ms: 470, perWorker: 1 }, { ms: 670, perWorker: 1 }];
 // nginx keeps a server's failure time in whole seconds and leaves it out
 // while (now - then) <= fail_timeout, both whole seconds: up to a second
 // more than fail_timeout; and a little for nginx to see the last failure.
@@ -797,16 +802,37 @@ async function rollMachine(ctx, traffic, machine, program) {
   // on every old worker: a program that retires its workers one at a time,
   // each after the last has exited, retires the last one long after the
   // first, and nginx's busy connections may all be on the others by then.
-  // Three each: a retired worker that closes its idle connections after a
-  // while closes a back-to-back client's connection if it is between two
-  // requests just then.
-  const direct = await keepAliveOnEvery(ctx, old, { port: ctx.data.appPort, host: machine, path: `/slow?ms=${BUSY_MS}`, timeoutMs: 8000, localAddresses: CLIENTS.slice(4, 6), perWorker: 3, initial: 3 * old.length, more: 1, max: 9 * old.length, signal: ctx.signal });
+  // A retired worker that closes its idle connections after a while (and
+  // never says Connection: close) closes a client's connection if it is
+  // between two requests just then; on a starved machine the verifier is
+  // slow to send the next one, and connections whose requests all take the
+  // same time are between two requests together: such a program then
+  // emptied and exited in time, 1 run in 5 with 2 CPU hogs. So requests of
+  // four lengths, out of step with each other: some connection is in the
+  // middle of one whenever the worker closes its idle ones.
+  const groups = [];
+  for (const [i, { ms, perWorker }] of STRAIGHT_KEPT.entries()) {
+    const g = await keepAliveOnEvery(ctx, old, { port: ctx.data.appPort, host: machine, path: `/slow?ms=${ms}`, timeoutMs: 8000, localAddresses: CLIENTS.slice(4, 6), perWorker, initial: perWorker * old.length, more: 1, max: 3 * perWorker * old.length, signal: ctx.signal });
+    groups.push({ g, offset: i * 1000 }); // each group numbers its connections from 1
+  }
+  const direct = {
+    get results() {
+      return groups.flatMap(({ g, offset }) => g.results.map((r) => ({ ...r, conn: r.conn + offset })));
+    },
+    stop: () => Promise.all(groups.map(({ g }) => g.stop())),
+  };
   // What old workers answered: nginx's traffic, and the keep-alive clients
   // straight to the machine (which only the worker itself can send away:
   // no proxy's connection cache moves them, so a worker that never says
   // Connection: close keeps them until SHUTDOWN_TIMEOUT, every run).
   const observed = () => [...traffic.results(), ...direct.results.map((r) => ({ ...r, via: 'straight' }))];
-  ctx.log(`kill -USR2 ${primary}   (machine ${machine}'s primary: a rolling restart)`);
+  // Each new worker is paused for HOLD_MS right after its 'online'
+  // (shared/throttle.js): a program that retires an old worker on 'online'
+  // leaves the machine with no listening worker for most of that pause,
+  // every run. Without it, the gap is the time a new worker takes to load
+  // the program, and it went unseen in a loaded CI run.
+  const hold = await holdNewWorkersAtOnline(ctx, { initial: old, primaryPid: primary });
+  ctx.log(`kill -USR2 ${primary}   (machine ${machine}'s primary: a rolling restart; each new worker is paused ${HOLD_MS / 1000} s right after its 'online')`);
   program.signalPrimary('SIGUSR2');
   let settled;
   try {
@@ -819,10 +845,11 @@ async function rollMachine(ctx, traffic, machine, program) {
       { timeoutMs: SETTLE_MS, intervalMs: 50 },
     );
   } finally {
+    await hold.stop(); // the holds run their course while the probes go on
     probing = false;
     await Promise.all([probe, direct.stop()]);
   }
-  expectMachineServedStraight(ctx, machine, program, { fresh: probes, kept: direct.results, what: `its rolling restart (SIGUSR2 to ${primary})` });
+  expectMachineServedStraight(ctx, machine, program, { fresh: probes, kept: direct.results, what: `its rolling restart (SIGUSR2 to ${primary})`, held: hold.held.size > 0 });
   const fresh = program.workers().filter((pid) => !old.includes(pid));
   const lastListened = Math.max(...fresh.map((pid) => listened.get(pid) ?? -Infinity));
   const late = lateAnswers(observed(), machine, old, fresh, listened);
@@ -865,7 +892,7 @@ async function rollMachine(ctx, traffic, machine, program) {
  * was serving, looks fine. Straight to the machine, that is the app's own
  * failure, and the message says so.
  */
-function expectMachineServedStraight(ctx, machine, program, { fresh, kept, what }) {
+function expectMachineServedStraight(ctx, machine, program, { fresh, kept, what, held = false }) {
   const failedFresh = fresh.filter((r) => !r.ok || r.status !== 200);
   const c = classifyKeepAlive(kept);
   const keptProblems = describeKeepAliveFailures(c);
@@ -885,7 +912,12 @@ function expectMachineServedStraight(ctx, machine, program, { fresh, kept, what 
   const cut = failedFresh.some((r) => !r.ok && r.code !== 'ECONNREFUSED') || c.cut.length > 0 || c.unanswered.some((r) => r.outcome !== 'refused');
   const badStatus = failedFresh.find((r) => r.ok)?.status ?? c.badStatus[0]?.status;
   const explanations = [];
-  if (refused) explanations.push('Connections were refused: for a moment no worker of the machine listened. A rolling restart forks each replacement and waits for its \'listening\' before it disconnects an old worker, one at a time, so the machine always has a listening worker.');
+  if (refused) {
+    explanations.push(
+      'Connections were refused: for a moment no worker of the machine listened. A rolling restart forks each replacement and waits for its \'listening\' before it disconnects an old worker, one at a time, so the machine always has a listening worker.' +
+        (held ? ` The verifier paused each new worker for ${HOLD_MS / 1000} s right after its 'online' (as a loaded machine might): a restart that retires an old worker on 'online', or before forking its replacement, runs short of listening workers for that long.` : ''),
+    );
+  }
   if (cut) explanations.push('Requests were reset or cut: a worker ended (or closed its connections) while it was serving them. A retired or stopping worker finishes what it has begun; it closes connections only between requests (Connection: close), and the time limit is SHUTDOWN_TIMEOUT.');
   if (badStatus !== undefined) explanations.push(`Requests were answered with status ${badStatus}: a retiring worker still answers what its connections bring, as usual, and sends those clients away with \`Connection: close\` on that answer; an error status reaches every client that has no balancer to retry it elsewhere.`);
   ctx.fail(`Requests sent straight to machine ${machine} (not through nginx) failed during ${what}: the machine itself failed them.`, {

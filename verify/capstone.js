@@ -19,6 +19,7 @@ import { sleepFor } from '../lib/harness/context.js';
 import { countWorkers, crashOneWorker, expectPrimaryAlive, expectSurvivedSigusr2, waitForReplacement } from './shared/workers.js';
 import { startFreshKeepAliveInFlight } from './shared/fresh-inflight.js';
 import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
+import { startedTogether, startedTogetherFailure } from './shared/one-at-a-time.js';
 import { expectHangUnanswered, hungNotKilledFailure } from './shared/hang.js';
 import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive, cutOnShutdownFailure } from './shared/drain.js';
@@ -378,16 +379,23 @@ function startChaos(ctx) {
   // chaos and the shutdown (lesson graceful-shutdown's drain check).
   const keepAlive = startKeepAliveClients(ctx.port, { connections: KEEP_ALIVE_CLIENTS, timeoutMs: LOAD_TIMEOUT_MS, endOnRefusal: () => chaos.shutdownAt !== null });
   ctx.onTeardown(() => keepAlive.stop());
-  // When each worker first answered: a victim must have served for a while.
+  // When each worker first answered, on any of the traffic (the load, the
+  // late senders, the keep-alive clients, settle's own probes): a victim must
+  // have served for a while. Counted from the load alone, a replacement that
+  // answered settle's probe and then, on a starved machine, no load request
+  // for seconds was never old enough, and a program that respawns at once
+  // failed with "No worker answered for a whole second" (seed 152693).
   const firstAnswer = new Map();
-  const scanned = loads.map(() => 0);
+  const sources = () => [...loads.map((l) => l.results), lateSenders.results, keepAlive.results];
+  const scanned = new Map();
+  const noteAnswer = (pid, at) => {
+    if (pid !== undefined && !(firstAnswer.get(pid) <= at)) firstAnswer.set(pid, at);
+  };
   const matureWorkers = () => {
-    loads.forEach((l, i) => {
-      for (; scanned[i] < l.results.length; scanned[i]++) {
-        const r = l.results[scanned[i]];
-        if (r.pid !== undefined && !firstAnswer.has(r.pid)) firstAnswer.set(r.pid, r.end);
-      }
-    });
+    for (const results of sources()) {
+      for (let i = scanned.get(results) ?? 0; i < results.length; i++) noteAnswer(results[i].pid, results[i].end);
+      scanned.set(results, results.length);
+    }
     return ctx.workers().filter((pid) => firstAnswer.has(pid) && now() - firstAnswer.get(pid) >= MATURE_MS);
   };
   const waitMature = async (all) => {
@@ -402,7 +410,14 @@ function startChaos(ctx) {
   };
   const pickVictim = async (event) => {
     const candidates = await waitMature(false);
-    if (candidates.length === 0) ctx.fail('No worker answered for a whole second during the chaos.', { showOutput: true });
+    if (candidates.length === 0) {
+      const seen = ctx.workers().map((pid) => (firstAnswer.has(pid) ? `${pid} first answered ${((now() - firstAnswer.get(pid)) / 1000).toFixed(2)} s ago` : `${pid} never answered`));
+      ctx.fail(`No worker had been answering for ${MATURE_MS / 1000} s when the verifier looked for one to kill.`, {
+        expected: `a worker that has served for ${MATURE_MS / 1000} s (the verifier waited 3 s for one)`,
+        actual: seen.length ? seen.join('; ') : 'no worker running',
+        showOutput: true,
+      });
+    }
     return candidates[Math.min(candidates.length - 1, Math.floor(event.pick * candidates.length))];
   };
   const primaryAlive = (when) => expectPrimaryAlive(ctx, when);
@@ -416,7 +431,11 @@ function startChaos(ctx) {
         showOutput: true,
       });
     }
-    await ctx.waitAllAnswering({ timeoutMs: 3000 });
+    // Every worker that answered settle's probes answered by the time it
+    // returns: that time is when they were first seen serving, at the latest.
+    const silent = await ctx.waitAllAnswering({ timeoutMs: 3000 });
+    const at = now();
+    for (const pid of ctx.workers()) if (!silent.includes(pid)) noteAnswer(pid, at);
   };
 
   const stopSampler = async () => {
@@ -669,6 +688,16 @@ async function rollingRestart(chaos) {
   const { dips, timeline: accepts } = acceptDips({ results: chaos.allLoadResults(), old: before, final: r.value, from: sent, to: now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: hold.heldUntil(), lateSenders: chaos.lateSenders.results });
   if (dips.length) {
     const f = capacityFailure({ dips, timeline: accepts, old: before, signalAt: sent, results: chaos.allLoadResults(), workers: WORKERS, what: 'the rolling restart', holdMs: HOLD_MS, replacements: [...hold.held.keys()], alive: isAlive });
+    ctx.fail(f.message, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}`, showOutput: true });
+  }
+  // One replacement at a time, judged as lesson rolling-restart does (every
+  // new worker is held 1 s after 'online', so one forked during another's
+  // hold was forked before that one could listen). Not when more workers were
+  // forked than there were old ones: an extra fork overlaps a replacement
+  // without any parallel restart.
+  const together = hold.held.size > before.length ? [] : startedTogether(hold.held, { holdMs: HOLD_MS });
+  if (together.length) {
+    const f = startedTogetherFailure(together, { what: 'the rolling restart', holdMs: HOLD_MS });
     ctx.fail(f.message, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}`, showOutput: true });
   }
 }

@@ -44,7 +44,8 @@ const RELEASE_SLACK_MS = 500; // stop() waits this long past the end of the last
  * Starts watching the primary's new children (shared/throttle-thread.js, a
  * thread of its own, so that a busy verifier still sees each one at once).
  * @param {object} ctx
- * @param {{ initial?: number[] }} [o]
+ * @param {{ initial?: number[], primaryPid?: number }} [o] primaryPid: whose children to watch (the program's
+ *   primary unless said: lesson beyond-one-machine runs two)
  * @returns {Promise<{ held: Map<number, { firstSeen: number, heldAt?: number, releasedAt?: number, missed?: boolean }>, heldUntil(): Map<number, number>, stop(): Promise<void> }>}
  *   resolves once the watcher has made its first scan, so a signal sent after
  *   it finds the watcher running (a thread takes tens of milliseconds to
@@ -55,7 +56,7 @@ const RELEASE_SLACK_MS = 500; // stop() waits this long past the end of the last
  *   holds under way have ended, the watcher has let every worker go and
  *   everything it saw is in held.
  */
-export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = {}) {
+export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers(), primaryPid = ctx.program.pid } = {}) {
   const held = new Map();
   // When each worker it held was let go (the end of its hold if not seen yet): shared/capacity.js counts it from then.
   const heldUntil = () => new Map([...held].filter(([, h]) => h.heldAt !== undefined).map(([pid, h]) => [pid, h.releasedAt ?? h.heldAt + HOLD_MS]));
@@ -64,7 +65,7 @@ export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = 
   const stopFlag = new Int32Array(control);
   const thread = new Worker(new URL('./throttle-thread.js', import.meta.url), {
     workerData: {
-      primaryPid: ctx.program.pid,
+      primaryPid,
       initial,
       control,
       holdMs: HOLD_MS,
@@ -113,7 +114,7 @@ export async function holdNewWorkersAtOnline(ctx, { initial = ctx.workers() } = 
       // Bounded: a watcher that cannot answer must not hold up the verdict.
       await Promise.race([finished, new Promise((r) => setTimeout(r, 1000).unref())]);
       // A thread ended mid-step leaves the primary and the worker paused.
-      for (const pid of [ctx.program.pid, ...held.keys()]) trySignal(pid, 'SIGCONT');
+      for (const pid of [primaryPid, ...held.keys()]) trySignal(pid, 'SIGCONT');
       await thread.terminate();
     })();
     return stopping;
