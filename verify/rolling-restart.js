@@ -26,6 +26,8 @@ import { describeResult } from '../lib/harness/http.js';
 const WORKERS = 3;
 const SHUTDOWN_TIMEOUT = 5000;
 const SLOW = '/slow?ms=1500';
+// Late senders (shared/late-senders.js) open at a time; why so many: restartUnderLoad.
+const LATE_SENDERS = 24;
 const RESTART_LIMIT_MS = 10000;
 // A restart has ended when the worker set has not changed for this long:
 // a queued second restart starts its first fork at once, well within it.
@@ -155,7 +157,12 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   const load = ctx.startLoad({ concurrency, timeoutMs: 5000 });
   // Connections whose request comes 200 ms after they open: every retiring
   // worker holds some whose request it has not read yet (shared/late-senders.js).
-  const late = startLateSenders(ctx, { timeoutMs: 5000 });
+  // LATE_SENDERS of them: a drain that ends unread connections 100 ms after
+  // 'retire' finds those opened in the last 100 ms before it, and with 9 a
+  // worker of 4 in round robin took about one (a restart's 3 retirees lost 1
+  // to 7 requests under 2 CPU hogs, and none one restart in tens: clean-clone
+  // CI passed blind-r4-a-http-terminator's first restart twice).
+  const late = startLateSenders(ctx, { timeoutMs: 5000, connections: LATE_SENDERS });
   // At least 2 busy keep-alive connections on every retiring worker, every run.
   const clients = await keepAliveOnEvery(ctx, old, { port: ctx.port, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, perWorker: 2, initial: KEEP_ALIVE_CONNECTIONS, more: 2, max: 4 * KEEP_ALIVE_CONNECTIONS });
   const throttle = await holdNewWorkersAtOnline(ctx, { initial: old });

@@ -13,23 +13,24 @@ import { request } from '../../lib/harness/http.js';
 
 // How long each connection waits before it sends its request.
 export const SEND_AFTER_MS = 200;
-// Connections waiting at any moment: about 3 per worker of 3. The loops
-// start sendAfterMs / CONNECTIONS apart, so that connections open at an even
-// pace: started together, they opened in bursts of 9 one cycle apart, and
-// half of all 100 ms stretches saw no connection open, and a drain that
-// ended unread connections 100 ms after its worker stopped listening found
-// none on any of a restart's 3 retirees about one restart in eight (0.5^3).
-const CONNECTIONS = 9;
+// Connections waiting at any moment, unless a lesson asks for more: about 3
+// per worker of 3. The loops start sendAfterMs / connections apart, so that
+// connections open at an even pace: started together, they opened in bursts
+// of 9 one cycle apart, and half of all 100 ms stretches saw no connection
+// open, and a drain that ended unread connections 100 ms after its worker
+// stopped listening found none on any of a restart's 3 retirees about one
+// restart in eight (0.5^3).
+export const CONNECTIONS = 9;
 
 /**
- * Starts the late senders: CONNECTIONS loops, started evenly spread over
+ * Starts the late senders: `connections` loops (CONNECTIONS unless said), started evenly spread over
  * sendAfterMs, each opening a connection,
  * sending GET `path` sendAfterMs (default SEND_AFTER_MS) later, waiting for
  * the answer, again.
  * @returns {{ results: object[], stop({ abandon }?): Promise<object[]> }} results as startLoad's,
  *   each with sentAfterMs
  */
-export function startLateSenders(ctx, { path = '/', timeoutMs = 4000, sendAfterMs = SEND_AFTER_MS } = {}) {
+export function startLateSenders(ctx, { path = '/', timeoutMs = 4000, sendAfterMs = SEND_AFTER_MS, connections = CONNECTIONS } = {}) {
   const results = [];
   let running = true;
   const pending = new Set();
@@ -42,7 +43,7 @@ export function startLateSenders(ctx, { path = '/', timeoutMs = 4000, sendAfterM
     { once: true },
   );
   const loop = async (_, i) => {
-    await new Promise((resolve) => setTimeout(resolve, (i * sendAfterMs) / CONNECTIONS));
+    await new Promise((resolve) => setTimeout(resolve, (i * sendAfterMs) / connections));
     while (running && !ctx.signal.aborted) {
       const start = performance.now();
       const controller = new AbortController();
@@ -54,7 +55,7 @@ export function startLateSenders(ctx, { path = '/', timeoutMs = 4000, sendAfterM
       results.push({ ...r, start, end: performance.now(), sentAfterMs: sendAfterMs, ...(controller.signal.aborted && { abandoned: true }) });
     }
   };
-  const loops = Array.from({ length: CONNECTIONS }, loop);
+  const loops = Array.from({ length: connections }, loop);
   return {
     results,
     /** Stops sending; abandon({ start }) picks the requests not worth waiting for (as startLoad's stop). */
