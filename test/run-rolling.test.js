@@ -33,7 +33,8 @@ test('a correct rolling restart: each replacement is listening before the worker
     }
   };
   try {
-    await waitFor(/\(primary pid (\d+)\)/);
+    // The lines after it are written one by one and may reach the pipe in a later chunk.
+    await waitFor(/Cluster events follow/);
     const primary = Number(/\(primary pid (\d+)\)/.exec(out)[1]);
     expect(out).toMatch(/curl -s 'http:\/\/127\.0\.0\.1:\d+\/slow\?ms=\d+'/);
     expect(out).not.toMatch(/\/config|\/heavy/);
