@@ -28,7 +28,11 @@ const WORKERS = 3;
 const SHUTDOWN_TIMEOUT = 5000;
 const SLOW = '/slow?ms=1500';
 // Late senders (shared/late-senders.js) open at a time; why so many: restartUnderLoad.
-// SLOW requests each kept connection of shared/slow-chains.js sends: 15 s of them, longer than a restart may take.
+// The slow requests each kept connection of shared/slow-chains.js sends back
+// to back, two per old worker half a request apart: when it retires, one
+// has at least 1 s still to run. 10 of them (20 s): longer than a restart may take.
+const CHAIN_SLOW_MS = 2000;
+const CHAIN_SLOW = `/slow?ms=${CHAIN_SLOW_MS}`;
 const SLOW_CHAIN_LENGTH = 10;
 const LATE_SENDERS = 24;
 const RESTART_LIMIT_MS = 10000;
@@ -160,7 +164,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   // Before any other traffic, so that round robin deals them out evenly: on
   // every old worker, kept connections sending slowPath back to back, so that
   // it has one in flight when it retires, whenever that is (shared/slow-chains.js).
-  const chains = slowPath ? await startSlowChains(ctx, old, { path: slowPath, count: SLOW_CHAIN_LENGTH, perWorker: 2, timeoutMs: 8000 }) : null;
+  const chains = slowPath ? await startSlowChains(ctx, old, { slowMs: CHAIN_SLOW_MS, count: SLOW_CHAIN_LENGTH, timeoutMs: 8000 }) : null;
   const load = ctx.startLoad({ concurrency, timeoutMs: 5000 });
   // Connections whose request comes 200 ms after they open: every retiring
   // worker holds some whose request it has not read yet (shared/late-senders.js).
@@ -174,7 +178,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   const clients = await keepAliveOnEvery(ctx, old, { port: ctx.port, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, perWorker: 2, initial: KEEP_ALIVE_CONNECTIONS, more: 2, max: 4 * KEEP_ALIVE_CONNECTIONS });
   const throttle = await holdNewWorkersAtOnline(ctx, { initial: old });
   const slow = slowPath ? await startInFlight(ctx, slowPath, { timeoutMs: 8000 }) : null;
-  ctx.log(`load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight, and sent back to back on kept connections (${chains.spread})` : ''}`);
+  ctx.log(`load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight; /slow?ms=${CHAIN_SLOW_MS} sent back to back on kept connections, two per old worker half a request apart (${chains.spread})` : ''}`);
   const exits = watchExits(old);
   ctx.signalPrimary('SIGUSR2');
   const signalAt = performance.now();
@@ -212,7 +216,9 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   const answers = [...keepAlive, ...results, ...lateResults, ...chainResults, ...(slowResult ? [{ ...slowResult, start: slow.sentAt, end: slow.sentAt + slowResult.ms }] : [])];
   const lateExit = lateExits(exits.exitedAt, stoppedAccepting, answers, { now: performance.now(), slackMs: EXIT_POLL_MS });
   const cutSlow = cutInFlight(chainResults, stoppedAccepting);
-  return { old, signalAt, end, results, lateResults, keepAlive, slowResult, cutSlow, chainCount: chainResults.filter((r) => r.path === slowPath).length, dips, timeline, lingering, lateExit, stoppedAccepting, throttle, started, retiredAt };
+
+
+  return { old, signalAt, end, results, lateResults, keepAlive, slowResult, cutSlow, chainCount: chainResults.filter((r) => r.path !== '/').length, dips, timeline, lingering, lateExit, stoppedAccepting, throttle, started, retiredAt };
 }
 
 // An old worker still alive at the end is taken as retired when the load
@@ -259,18 +265,18 @@ function expectCapacity(ctx, run, what = 'the restart') {
 function expectSlowChainsAnswered(ctx, run) {
   const { cutSlow: cut, stoppedAccepting, signalAt } = run;
   if (!cut.length) {
-    ctx.log(`${run.chainCount} more ${SLOW} requests, sent back to back on kept connections to every old worker, all answered or sent after their worker's drain`);
+    ctx.log(`${run.chainCount} /slow requests sent back to back on kept connections to every old worker: none cut off in flight`);
     return;
   }
   const first = cut[0];
   const stop = stoppedAccepting.get(first.pid);
   const where = first.pid === undefined ? 'on a new connection' : `on a connection kept by worker ${first.pid}${stop === undefined ? '' : `, which stopped accepting new connections ${ms(signalAt, stop)} ms after SIGUSR2`}`;
-  ctx.fail(`${cut.length} ${SLOW} request${cut.length === 1 ? ' was' : 's were'} cut off in flight during the restart.`, {
+  ctx.fail(`${cut.length} ${CHAIN_SLOW} request${cut.length === 1 ? ' was' : 's were'} cut off in flight during the restart.`, {
     expected: `every request a retiring worker has already read is answered (it has until SHUTDOWN_TIMEOUT=${SHUTDOWN_TIMEOUT} ms)`,
     actual: `${first.outcome === 'timeout' ? 'no answer within 8 s' : `reset (${first.code ?? first.outcome})`} ${where}: sent ${ms(signalAt, first.start)} ms after SIGUSR2, it ended ${Math.round(first.end - first.start)} ms later with ${first.bytes ? 'part of an answer' : 'no answer'}${cut.length > 1 ? ` (and ${cut.length - 1} more)` : ''}`,
     explanation:
-      `Each old worker had kept connections sending ${SLOW} back to back, so it had one in flight when it retired. Possible causes: server.closeAllConnections(), or socket.destroy() on every socket, well before the time limit; a drain library's own time limit shorter than your slowest request (http-terminator's gracefulTerminationTimeout is 1000 ms unless set); the worker killed (worker.kill(), a kill timer) or exiting (process.exit) before its requests were done. Requests cut less than ${RACE_MS} ms after they were sent are not counted: the server closed an idle kept connection as they went out.`,
-    reproduce: [`curl -s 'http://127.0.0.1:${ctx.port}${SLOW}&n=[1-10]' -w '\\n' &   # one connection, reused`, `kill -USR2 ${ctx.primaryPid}`],
+      `Each old worker had two kept connections sending ${CHAIN_SLOW} back to back, half a request apart, so it had one in flight with at least ${CHAIN_SLOW_MS / 2000} s still to run when it stopped accepting. Possible causes: server.closeAllConnections(), or socket.destroy() on every socket, well before the time limit; a drain library's own time limit shorter than your slowest request (http-terminator's gracefulTerminationTimeout is 1000 ms unless set); the worker killed (worker.kill(), a kill timer) or exiting (process.exit) before its requests were done. Requests cut less than ${RACE_MS} ms after they were sent are not counted: the server closed an idle kept connection as they went out.`,
+    reproduce: [`curl -s 'http://127.0.0.1:${ctx.port}${CHAIN_SLOW}&n=[1-10]' -w '\\n' &   # one connection, reused`, `kill -USR2 ${ctx.primaryPid}`],
     hint: 'Let the drain finish the requests it has: close the server (worker.disconnect() does), answer with Connection: close, and end the rest only at SHUTDOWN_TIMEOUT.',
     showOutput: true,
   });
@@ -333,7 +339,7 @@ export default {
     },
     {
       id: 'slow-completes',
-      title: `${SLOW} requests in flight complete with 200: one started before SIGUSR2, and those on every worker as it retires`,
+      title: `slow requests in flight complete with 200: ${SLOW} started before SIGUSR2, and ${CHAIN_SLOW} on every worker as it retires`,
       async run(ctx) {
         const r = ctx.data.slowResult;
         if (r.ok && r.status === 200 && r.pid !== undefined) {
