@@ -10,6 +10,7 @@
 // whenever it retires it has one in flight with at least half of it still to
 // run: a time limit shorter than that (blind round 13: a hard-coded 1 s)
 // cuts it every run, not when the phase happens to fall right.
+import { setMaxListeners } from 'node:events';
 import { keepAliveSequence } from '../../lib/harness/keepalive.js';
 
 // A request that ended less than this after it was sent met a connection the
@@ -34,9 +35,15 @@ const STOP_TOLERANCE_MS = 200;
  */
 export async function startSlowChains(ctx, pids, { slowMs, count, max = 4 * pids.length, timeoutMs }) {
   const chains = [];
+  // One listener on the step's signal however many chains there are (more
+  // than 10 on one signal make Node print a leak warning to the learner).
+  const local = new AbortController();
+  setMaxListeners(max + 1, local.signal);
+  const abortLocal = () => local.abort();
+  ctx.signal.addEventListener('abort', abortLocal, { once: true });
   const open = (phase) => {
     const paths = ['/', ...(phase ? [`/slow?ms=${slowMs / 2}`] : []), ...Array(count).fill(`/slow?ms=${slowMs}`)];
-    const chain = keepAliveSequence(ctx.port, paths, { conn: chains.length + 1, timeoutMs, signal: ctx.signal });
+    const chain = keepAliveSequence(ctx.port, paths, { conn: chains.length + 1, timeoutMs, signal: local.signal });
     chains.push(Object.assign(chain, { phase }));
   };
   const holderOf = (c) => c.results.find((r) => r.outcome === 'ok')?.pid;
@@ -48,7 +55,11 @@ export async function startSlowChains(ctx, pids, { slowMs, count, max = 4 * pids
     if (!wanted.length || chains.length >= max) break;
     for (const phase of wanted.slice(0, max - chains.length)) open(phase);
   }
-  const stop = async () => (await Promise.all(chains.map((c) => c.stop()))).flat();
+  const stop = async () => {
+    const results = (await Promise.all(chains.map((c) => c.stop()))).flat();
+    ctx.signal.removeEventListener('abort', abortLocal);
+    return results;
+  };
   ctx.onTeardown(stop);
   const spread = pids.map((pid) => `${chains.filter((c) => holderOf(c) === pid).map((c) => (c.phase ? 'b' : 'a')).join('') || 'none'} on ${pid}`).join(', ');
   return { results: () => chains.flatMap((c) => c.results), spread, stop };
