@@ -19,7 +19,6 @@ import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliv
 import { watchExits, lateExits, lateExitFailure, EXIT_POLL_MS } from './shared/exits.js';
 import { startedTogether, startedTogetherFailure } from './shared/one-at-a-time.js';
 import { keepAliveOnEvery } from './shared/keepalive-on-every.js';
-import { startSlowChains, cutInFlight, RACE_MS } from './shared/slow-chains.js';
 import { isAlive } from '../lib/harness/processes.js';
 import { failed, summarizeFailures } from '../lib/harness/load.js';
 import { describeResult } from '../lib/harness/http.js';
@@ -28,12 +27,6 @@ const WORKERS = 3;
 const SHUTDOWN_TIMEOUT = 5000;
 const SLOW = '/slow?ms=1500';
 // Late senders (shared/late-senders.js) open at a time; why so many: restartUnderLoad.
-// The slow requests each kept connection of shared/slow-chains.js sends back
-// to back, two per old worker half a request apart: when it retires, one
-// has at least 1 s still to run. 10 of them (20 s): longer than a restart may take.
-const CHAIN_SLOW_MS = 2000;
-const CHAIN_SLOW = `/slow?ms=${CHAIN_SLOW_MS}`;
-const SLOW_CHAIN_LENGTH = 10;
 const LATE_SENDERS = 24;
 const RESTART_LIMIT_MS = 10000;
 // A restart has ended when the worker set has not changed for this long:
@@ -161,10 +154,6 @@ function failLingering(ctx, lingering) {
 /** Runs one restart under fresh and keep-alive load, with replacements slowed; returns what it saw. */
 async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) {
   const old = ctx.workers();
-  // Before any other traffic, so that round robin deals them out evenly: on
-  // every old worker, kept connections sending slowPath back to back, so that
-  // it has one in flight when it retires, whenever that is (shared/slow-chains.js).
-  const chains = slowPath ? await startSlowChains(ctx, old, { slowMs: CHAIN_SLOW_MS, count: SLOW_CHAIN_LENGTH, timeoutMs: 8000 }) : null;
   const load = ctx.startLoad({ concurrency, timeoutMs: 5000 });
   // Connections whose request comes 200 ms after they open: every retiring
   // worker holds some whose request it has not read yet (shared/late-senders.js).
@@ -178,7 +167,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   const clients = await keepAliveOnEvery(ctx, old, { port: ctx.port, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, perWorker: 2, initial: KEEP_ALIVE_CONNECTIONS, more: 2, max: 4 * KEEP_ALIVE_CONNECTIONS });
   const throttle = await holdNewWorkersAtOnline(ctx, { initial: old });
   const slow = slowPath ? await startInFlight(ctx, slowPath, { timeoutMs: 8000 }) : null;
-  ctx.log(`load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight; /slow?ms=${CHAIN_SLOW_MS} sent back to back on kept connections, two per old worker half a request apart (${chains.spread})` : ''}`);
+  ctx.log(`load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight` : ''}`);
   const exits = watchExits(old);
   ctx.signalPrimary('SIGUSR2');
   const signalAt = performance.now();
@@ -196,7 +185,6 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   await ctx.poll(() => old.every((pid) => !isAlive(pid)) || ctx.program.exited, { timeoutMs: SHUTDOWN_TIMEOUT + 1500 });
   exits.stop();
   const keepAlive = await clients.stop();
-  const chainResults = chains ? await chains.stop() : [];
   const slowResult = slow ? await slow.result : null;
   const final = end.ok ? end.pids : ctx.workers();
   const { dips, timeline } = acceptDips({ results, old, final, from: signalAt, to: end.at ?? performance.now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: throttle.heldUntil(), lateSenders: lateResults });
@@ -213,12 +201,9 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   // Every old worker that stopped accepting, the ones still alive too: one
   // that lingers idle after its drain is retired all the same.
   const stoppedAccepting = stoppedAcceptingAt(timeline, old, results, retiredAt);
-  const answers = [...keepAlive, ...results, ...lateResults, ...chainResults, ...(slowResult ? [{ ...slowResult, start: slow.sentAt, end: slow.sentAt + slowResult.ms }] : [])];
+  const answers = [...keepAlive, ...results, ...lateResults, ...(slowResult ? [{ ...slowResult, start: slow.sentAt, end: slow.sentAt + slowResult.ms }] : [])];
   const lateExit = lateExits(exits.exitedAt, stoppedAccepting, answers, { now: performance.now(), slackMs: EXIT_POLL_MS });
-  const cutSlow = cutInFlight(chainResults, stoppedAccepting);
-
-
-  return { old, signalAt, end, results, lateResults, keepAlive, slowResult, cutSlow, chainCount: chainResults.filter((r) => r.path !== '/').length, dips, timeline, lingering, lateExit, stoppedAccepting, throttle, started, retiredAt };
+  return { old, signalAt, end, results, lateResults, keepAlive, slowResult, dips, timeline, lingering, lateExit, stoppedAccepting, throttle, started, retiredAt };
 }
 
 // An old worker still alive at the end is taken as retired when the load
@@ -259,27 +244,6 @@ function expectCapacity(ctx, run, what = 'the restart') {
   if (!dips.length) return;
   const f = capacityFailure({ dips, timeline, old, signalAt, results, workers: WORKERS, what, holdMs: HOLD_MS, replacements: [...throttle.held.keys()], alive: isAlive });
   ctx.fail(f.message, { ...f, reproduce: [`kill -USR2 ${ctx.primaryPid}`, `watch -n 0.1 pgrep -P ${ctx.primaryPid}`] });
-}
-
-/** Fails when a SLOW request in flight on a kept connection was cut off (shared/slow-chains.js). */
-function expectSlowChainsAnswered(ctx, run) {
-  const { cutSlow: cut, stoppedAccepting, signalAt } = run;
-  if (!cut.length) {
-    ctx.log(`${run.chainCount} /slow requests sent back to back on kept connections to every old worker: none cut off in flight`);
-    return;
-  }
-  const first = cut[0];
-  const stop = stoppedAccepting.get(first.pid);
-  const where = first.pid === undefined ? 'on a new connection' : `on a connection kept by worker ${first.pid}${stop === undefined ? '' : `, which stopped accepting new connections ${ms(signalAt, stop)} ms after SIGUSR2`}`;
-  ctx.fail(`${cut.length} ${CHAIN_SLOW} request${cut.length === 1 ? ' was' : 's were'} cut off in flight during the restart.`, {
-    expected: `every request a retiring worker has already read is answered (it has until SHUTDOWN_TIMEOUT=${SHUTDOWN_TIMEOUT} ms)`,
-    actual: `${first.outcome === 'timeout' ? 'no answer within 8 s' : `reset (${first.code ?? first.outcome})`} ${where}: sent ${ms(signalAt, first.start)} ms after SIGUSR2, it ended ${Math.round(first.end - first.start)} ms later with ${first.bytes ? 'part of an answer' : 'no answer'}${cut.length > 1 ? ` (and ${cut.length - 1} more)` : ''}`,
-    explanation:
-      `Each old worker had two kept connections sending ${CHAIN_SLOW} back to back, half a request apart, so it had one in flight with at least ${CHAIN_SLOW_MS / 2000} s still to run when it stopped accepting. Possible causes: server.closeAllConnections(), or socket.destroy() on every socket, well before the time limit; a drain library's own time limit shorter than your slowest request (http-terminator's gracefulTerminationTimeout is 1000 ms unless set); the worker killed (worker.kill(), a kill timer) or exiting (process.exit) before its requests were done. Requests cut less than ${RACE_MS} ms after they were sent are not counted: the server closed an idle kept connection as they went out.`,
-    reproduce: [`curl -s 'http://127.0.0.1:${ctx.port}${CHAIN_SLOW}&n=[1-10]' -w '\\n' &   # one connection, reused`, `kill -USR2 ${ctx.primaryPid}`],
-    hint: 'Let the drain finish the requests it has: close the server (worker.disconnect() does), answer with Connection: close, and end the rest only at SHUTDOWN_TIMEOUT.',
-    showOutput: true,
-  });
 }
 
 /** Fails when a replacement was forked while another was still starting (held, so it could not have listened yet). */
@@ -339,12 +303,11 @@ export default {
     },
     {
       id: 'slow-completes',
-      title: `slow requests in flight complete with 200: ${SLOW} started before SIGUSR2, and ${CHAIN_SLOW} on every worker as it retires`,
+      title: `a ${SLOW} request started before SIGUSR2 completes with 200`,
       async run(ctx) {
         const r = ctx.data.slowResult;
         if (r.ok && r.status === 200 && r.pid !== undefined) {
           ctx.log(`${SLOW} completed with 200 from worker ${r.pid}`);
-          expectSlowChainsAnswered(ctx, ctx.data.run);
           return;
         }
         ctx.fail(`The ${SLOW} request that was in flight ${r.ok ? `got status ${r.status}` : 'was dropped'} during the restart.`, {
