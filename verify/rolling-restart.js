@@ -13,6 +13,7 @@
 import { countWorkers, expectPrimaryAlive } from './shared/workers.js';
 import { startInFlight } from './shared/inflight.js';
 import { startLateSenders, SEND_AFTER_MS } from './shared/late-senders.js';
+import { startSlowStream, slowRequestsNeed } from './shared/slow-stream.js';
 import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
 import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive } from './shared/drain.js';
@@ -29,6 +30,17 @@ const SLOW = '/slow?ms=1500';
 // Late senders (shared/late-senders.js) open at a time; why so many: restartUnderLoad.
 const LATE_SENDERS = 24;
 const RESTART_LIMIT_MS = 10000;
+// Slow requests on fresh connections, one every STREAM_INTERVAL_MS from just
+// before SIGUSR2 until the last replacement is forked (shared/slow-stream.js):
+// each old worker retired meanwhile holds some read in its last 500 ms, with
+// over 1 s still to run, so a drain that cuts requests 1 s after close() cuts
+// one every run. (Round robin over 3 or 4 workers gives each about 4 in
+// those 500 ms.) They stop before the last retirement, so the last retiree
+// drains only what the other clients leave it: an idle worker kept alive
+// after its drain still shows at drains, and the restart ends no later for them.
+const STREAM_SLOW_MS = 1500;
+const STREAM_PATH = `/slow?ms=${STREAM_SLOW_MS}`;
+const STREAM_INTERVAL_MS = 40;
 // A restart has ended when the worker set has not changed for this long:
 // a queued second restart starts its first fork at once, well within it.
 const SETTLED_MS = 200;
@@ -43,30 +55,40 @@ const ms = (from, to) => Math.round(to - from);
 /**
  * Waits until exactly n workers are alive, none of them in `old`, and the set
  * has not changed for SETTLED_MS; bounded by `deadline` (performance.now()).
- * Returns { ok, pids, at } (at: when that final set was first seen). Gives up
+ * Returns { ok, pids, at, history } (at: when that final set was first seen;
+ * history: every set seen, [{ at, pids }], for pidsAt). Gives up
  * at once when more than 2n workers run: a correct restart has at most the
  * n new ones, the one being started and a few old ones still finishing
  * requests; more means restarts or respawns pile up (and stopping here says
  * so before the runner's fork watchdog would end the program).
  */
 async function restartFinished(ctx, n, old, deadline) {
-  let key = '';
+  let key = null;
   let since = performance.now();
+  const history = [];
   for (;;) {
-    if (ctx.program.exited) return { ok: false, pids: [], at: null };
+    if (ctx.program.exited) return { ok: false, pids: [], at: null, history };
     const pids = ctx.workers();
     const now = performance.now();
     const k = pids.join(',');
     if (k !== key) {
       key = k;
       since = now;
+      history.push({ at: now, pids });
     }
-    if (pids.length > 2 * n) return { ok: false, pids, at: null, tooMany: true };
+    if (pids.length > 2 * n) return { ok: false, pids, at: null, tooMany: true, history };
     const done = pids.length === n && pids.every((pid) => !old.includes(pid));
-    if (done && now - since >= SETTLED_MS) return { ok: true, pids, at: since };
-    if (now > deadline) return { ok: false, pids, at: null };
+    if (done && now - since >= SETTLED_MS) return { ok: true, pids, at: since, history };
+    if (now > deadline) return { ok: false, pids, at: null, history };
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** The workers seen at time t (performance.now()) in restartFinished's history. */
+function pidsAt(history, t) {
+  let pids = history[0]?.pids ?? [];
+  for (const h of history) if (h.at <= t) pids = h.pids;
+  return pids;
 }
 
 /** The explanation of failed requests, from their kind: it lists what causes that kind, never a kill that may not exist. */
@@ -139,6 +161,33 @@ function expectNoFailures(ctx, { results: load, lateResults, keepAlive, lingerin
   }
 }
 
+/**
+ * Fails when a request of the slow stream was cut: reset, unanswered or not
+ * 200. Refused ones are left to no-failed-requests (nothing listened: the
+ * load saw it too).
+ */
+function expectStreamAnswered(ctx, run) {
+  const { streamResults: all, stoppedAccepting, signalAt } = run;
+  const cut = all.filter((r) => failed(r) && r.code !== 'ECONNREFUSED' && !r.abandoned);
+  const served = new Map();
+  for (const r of all) if (r.ok && r.pid !== undefined) served.set(r.pid, (served.get(r.pid) ?? 0) + 1);
+  const retiredWith = [...stoppedAccepting.keys()].map((pid) => `${served.get(pid) ?? 0} on ${pid}`).join(', ');
+  if (!cut.length) {
+    ctx.log(`${all.length} ${STREAM_PATH} sent every ${STREAM_INTERVAL_MS} ms on fresh connections, none cut off (answered by the retired workers: ${retiredWith || 'none'})`);
+    return;
+  }
+  const first = cut[0];
+  ctx.fail(`${cut.length} of ${all.length} ${STREAM_PATH} requests ${cut.length === 1 ? 'was' : 'were'} cut off in flight during the restart.`, {
+    expected: `every request a retiring worker has already read is answered with 200 (it has until SHUTDOWN_TIMEOUT=${SHUTDOWN_TIMEOUT} ms)`,
+    actual: `${describeResult(first)}: sent ${ms(signalAt, first.start)} ms after SIGUSR2, it ended ${Math.round(first.end - first.start)} ms later${cut.length > 1 ? ` (and ${cut.length - 1} more)` : ''}`,
+    explanation:
+      `One ${STREAM_PATH} was sent every ${STREAM_INTERVAL_MS} ms on a new connection until the last replacement was forked, so each old worker retired meanwhile had some in flight with over 1 s still to run. Possible causes: server.closeAllConnections(), or socket.destroy() on every socket, well before the time limit; a time limit of the worker's own shorter than your slowest request (one that does not read SHUTDOWN_TIMEOUT; http-terminator's gracefulTerminationTimeout is 1000 ms unless set); the worker killed (worker.kill(), a kill timer shorter than SHUTDOWN_TIMEOUT) or exiting (process.exit) before its requests were done.`,
+    reproduce: [`for i in $(seq 30); do ${ctx.curl(STREAM_PATH)} -w '\\n' & sleep 0.1; done`, `kill -USR2 ${ctx.primaryPid}`],
+    hint: 'Let the drain finish the requests it has: close the server (worker.disconnect() does), answer with Connection: close, and end the rest only at SHUTDOWN_TIMEOUT.',
+    showOutput: true,
+  });
+}
+
 function failLingering(ctx, lingering) {
   const f = lingeringFailure(lingering[0], { what: 'it stopped accepting new connections', all: lingering });
   ctx.fail(f.message, {
@@ -167,7 +216,12 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   const clients = await keepAliveOnEvery(ctx, old, { port: ctx.port, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, perWorker: 2, initial: KEEP_ALIVE_CONNECTIONS, more: 2, max: 4 * KEEP_ALIVE_CONNECTIONS });
   const throttle = await holdNewWorkersAtOnline(ctx, { initial: old });
   const slow = slowPath ? await startInFlight(ctx, slowPath, { timeoutMs: 8000 }) : null;
-  ctx.log(`load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight` : ''}`);
+  const stream = slowPath
+    ? startSlowStream(ctx, { path: STREAM_PATH, intervalMs: STREAM_INTERVAL_MS, timeoutMs: 8000, until: () => throttle.held.size >= old.length || ctx.program.exited })
+    : null;
+  ctx.log(
+    `load running over fresh connections; ${clients.count} keep-alive clients sending ${KEEP_ALIVE_PATH} back to back (${clients.spread}); ${slow ? `${slowPath} in flight, and one more sent every ${STREAM_INTERVAL_MS} ms until the last replacement is forked` : ''}`,
+  );
   const exits = watchExits(old);
   ctx.signalPrimary('SIGUSR2');
   const signalAt = performance.now();
@@ -177,7 +231,10 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
     started = await ctx.poll(() => ctx.workers().some((pid) => !old.includes(pid)) || ctx.program.exited, { timeoutMs: 3000, intervalMs: 5 });
     if (started.ok && !ctx.program.exited) ctx.signalPrimary('SIGUSR2');
   }
-  const end = await restartFinished(ctx, WORKERS, old, signalAt + (second ? 2 : 1) * RESTART_LIMIT_MS);
+  // With slow requests in flight the limit grows by what they still need
+  // (slowRequestsNeed), known only at the end: wait as long as it can grow.
+  const waitMs = second ? 2 * RESTART_LIMIT_MS : RESTART_LIMIT_MS + (slowPath ? old.length * STREAM_SLOW_MS : 0);
+  const end = await restartFinished(ctx, WORKERS, old, signalAt + waitMs);
   const results = await load.stop();
   const lateResults = await late.stop();
   await throttle.stop();
@@ -186,6 +243,7 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   exits.stop();
   const keepAlive = await clients.stop();
   const slowResult = slow ? await slow.result : null;
+  const streamResults = stream ? await stream.stop() : [];
   const final = end.ok ? end.pids : ctx.workers();
   const { dips, timeline } = acceptDips({ results, old, final, from: signalAt, to: end.at ?? performance.now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: throttle.heldUntil(), lateSenders: lateResults });
   // A retired worker stopped accepting at its last answer to a fresh connection.
@@ -201,9 +259,15 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   // Every old worker that stopped accepting, the ones still alive too: one
   // that lingers idle after its drain is retired all the same.
   const stoppedAccepting = stoppedAcceptingAt(timeline, old, results, retiredAt);
-  const answers = [...keepAlive, ...results, ...lateResults, ...(slowResult ? [{ ...slowResult, start: slow.sentAt, end: slow.sentAt + slowResult.ms }] : [])];
+  const answers = [...keepAlive, ...results, ...lateResults, ...streamResults, ...(slowResult ? [{ ...slowResult, start: slow.sentAt, end: slow.sentAt + slowResult.ms }] : [])];
   const lateExit = lateExits(exits.exitedAt, stoppedAccepting, answers, { now: performance.now(), slackMs: EXIT_POLL_MS });
-  return { old, signalAt, end, results, lateResults, keepAlive, slowResult, dips, timeline, lingering, lateExit, stoppedAccepting, throttle, started, retiredAt };
+  if (!second) {
+    const slowAnswers = [...streamResults, ...(slowResult ? [{ ...slowResult, start: slow.sentAt, end: slow.sentAt + slowResult.ms }] : [])];
+    end.limitMs = RESTART_LIMIT_MS + slowRequestsNeed(stoppedAccepting, slowAnswers);
+    end.pidsAtLimit = end.tooMany ? end.pids : pidsAt(end.history, signalAt + end.limitMs);
+    end.late = end.ok && end.at - signalAt > end.limitMs;
+  }
+  return { old, signalAt, end, results, lateResults, keepAlive, slowResult, streamResults, dips, timeline, lingering, lateExit, stoppedAccepting, throttle, started, retiredAt };
 }
 
 // An old worker still alive at the end is taken as retired when the load
@@ -268,7 +332,7 @@ export default {
     {
       id: 'no-failed-requests',
       title: 'SIGUSR2 under continuous load: zero failed requests',
-      timeoutMs: RESTART_LIMIT_MS + SHUTDOWN_TIMEOUT + 10000,
+      timeoutMs: RESTART_LIMIT_MS + 4 * STREAM_SLOW_MS + SHUTDOWN_TIMEOUT + 10000,
       async run(ctx) {
         const run = await restartUnderLoad(ctx, { concurrency: 2, slowPath: SLOW });
         Object.assign(ctx.data, { run, end: run.end, slowResult: run.slowResult, signalAt: run.signalAt });
@@ -303,22 +367,23 @@ export default {
     },
     {
       id: 'slow-completes',
-      title: `a ${SLOW} request started before SIGUSR2 completes with 200`,
+      title: `every ${SLOW} in flight completes with 200: the one sent before SIGUSR2 and those sent during the restart`,
       async run(ctx) {
-        const r = ctx.data.slowResult;
-        if (r.ok && r.status === 200 && r.pid !== undefined) {
-          ctx.log(`${SLOW} completed with 200 from worker ${r.pid}`);
-          return;
+        const { run } = ctx.data;
+        const r = run.slowResult;
+        if (!(r.ok && r.status === 200 && r.pid !== undefined)) {
+          ctx.fail(`The ${SLOW} request sent before SIGUSR2 ${r.ok ? `got status ${r.status}` : 'was cut off in flight'} during the restart.`, {
+            expected: 'status 200: the old worker finishes its requests before it exits',
+            actual: describeResult(r),
+            explanation:
+              'An old worker must be retired gracefully: worker.disconnect() closes its server and lets the requests it has finish. Possible causes: worker.kill(), or a kill timer or a time limit of its own shorter than your slowest request; server.closeAllConnections() well before SHUTDOWN_TIMEOUT.',
+            reproduce: [`${ctx.curl(SLOW)} &`, `kill -USR2 ${ctx.primaryPid}`],
+            hint: 'worker.disconnect(), then end what is left only at SHUTDOWN_TIMEOUT, and kill only a moment after it.',
+            showOutput: true,
+          });
         }
-        ctx.fail(`The ${SLOW} request that was in flight ${r.ok ? `got status ${r.status}` : 'was dropped'} during the restart.`, {
-          expected: 'status 200: the old worker finishes its requests before it exits',
-          actual: describeResult(r),
-          explanation:
-            'An old worker must be retired gracefully: worker.disconnect() closes its server and lets the requests it has finish. worker.kill(), or a kill timer shorter than your slowest request, cuts them off.',
-          reproduce: [`${ctx.curl(SLOW)} &`, `kill -USR2 ${ctx.primaryPid}`],
-          hint: 'worker.disconnect(), then kill only after a generous limit (10 s).',
-          showOutput: true,
-        });
+        ctx.log(`${SLOW} completed with 200 from worker ${r.pid}`);
+        expectStreamAnswered(ctx, run);
       },
     },
     {
@@ -356,14 +421,19 @@ export default {
         const { end, old, primaryPid } = ctx.data;
         expectPrimaryAlive(ctx, 'during the restart');
         if (ctx.primaryPid !== primaryPid) ctx.fail('The primary changed.', { expected: `pid ${primaryPid}`, actual: `pid ${ctx.primaryPid}` });
-        if (!end.ok) {
-          const now = end.tooMany ? end.pids : ctx.workers();
+        const limit = `${(end.limitMs / 1000).toFixed(1)} s`;
+        const limitWhy = end.limitMs > RESTART_LIMIT_MS ? ` (${RESTART_LIMIT_MS / 1000} s, plus ${((end.limitMs - RESTART_LIMIT_MS) / 1000).toFixed(1)} s that the slow requests the old workers held still needed)` : '';
+        if (!end.ok || end.late) {
+          // The workers at the limit (or when too many ran), not now: an old worker may have left since.
+          // A full new set at the limit that then changed again: say what ran at the end.
+          const full = (pids) => pids.length === WORKERS && pids.every((pid) => !old.includes(pid));
+          const now = full(end.pidsAtLimit) && !end.late ? end.pids : end.pidsAtLimit;
           const stillOld = end.tooMany ? [] : now.filter((pid) => old.includes(pid));
           const tooMany = now.length > WORKERS;
           ctx.fail(
             stillOld.length
-              ? `${RESTART_LIMIT_MS / 1000} s after SIGUSR2, ${stillOld.length} old worker${stillOld.length === 1 ? ' is' : 's are'} still running.`
-              : `${end.tooMany ? 'During the restart' : `${RESTART_LIMIT_MS / 1000} s after SIGUSR2`} there ${now.length === 1 ? 'is 1 worker' : `are ${now.length} workers`}, WORKERS=${WORKERS}.`,
+              ? `${limit} after SIGUSR2${limitWhy}, ${stillOld.length} old worker${stillOld.length === 1 ? ' is' : 's are'} still running.`
+              : `${end.tooMany ? 'During the restart' : `${limit} after SIGUSR2${limitWhy}`} there ${now.length === 1 ? 'is 1 worker' : `are ${now.length} workers`}, WORKERS=${WORKERS}.`,
             {
               expected: `exactly ${WORKERS} workers, none of the old ones (${old.join(', ')})`,
               actual: `${now.length} workers: ${now.map((pid) => (old.includes(pid) ? `${pid} (old)` : String(pid))).join(', ') || 'none'}`,
@@ -384,7 +454,7 @@ export default {
             },
           );
         }
-        ctx.log(`primary ${primaryPid} unchanged; workers ${end.pids.join(', ')}, none of ${old.join(', ')}`);
+        ctx.log(`primary ${primaryPid} unchanged; workers ${end.pids.join(', ')}, none of ${old.join(', ')}; ended ${ms(ctx.data.signalAt, end.at)} ms after SIGUSR2, within ${limit}${limitWhy}`);
       },
     },
     {
