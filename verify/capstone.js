@@ -11,7 +11,7 @@ import { setMaxListeners } from 'node:events';
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request } from '../lib/harness/http.js';
+import { request, describeResult } from '../lib/harness/http.js';
 import { isAlive } from '../lib/harness/processes.js';
 import { failed } from '../lib/harness/load.js';
 import { StepFailure } from '../lib/harness/failure.js';
@@ -28,6 +28,7 @@ import { judgeIncrements, incrementsFailure } from './shared/counter.js';
 import { SURVIVOR_GRACE_MS } from './shared/shutdown.js';
 import { watchStopsAccepting, stillAcceptingFailure } from './shared/stops-accepting.js';
 import { startLateSenders } from './shared/late-senders.js';
+import { startSlowStream, slowRequestsNeed } from './shared/slow-stream.js';
 import { crashLoopAndRecovery, expectCrashLoopContained } from './shared/crash-loop.js';
 import { startKeepAliveClients } from '../lib/harness/keepalive.js';
 import {
@@ -50,6 +51,15 @@ const POISON_FILE = join(tmpdir(), `cluster-workshop-poison-${process.pid}-${ran
 const INCREMENTS = 200;
 const REPLACE_WITHIN_MS = 3000;
 const ROLLING_WITHIN_MS = 10_000;
+// During the rolling restart, a /slow?ms=1500 every 40 ms on a new connection
+// until the last replacement is forked, as in lesson rolling-restart
+// (shared/slow-stream.js): every worker retired meanwhile has slow requests
+// in flight with over 1 s to run, so a drain that ends them early (a kill 1 s
+// after disconnect(), closeAllConnections() soon after close()) cuts some
+// every run. The 10 s grow by what they still needed (slowRequestsNeed).
+const STREAM_SLOW_MS = 1500;
+const STREAM_PATH = `/slow?ms=${STREAM_SLOW_MS}`;
+const STREAM_INTERVAL_MS = 40;
 // A victim must have been serving this long, so that its death never counts
 // toward the crash loop ("died within a second of starting").
 const MATURE_MS = 1100;
@@ -655,13 +665,19 @@ async function rollingRestart(chaos) {
   // Lesson rolling-restart's check: each replacement held right after
   // 'online', capacity judged from when workers accepted connections.
   const hold = await holdNewWorkersAtOnline(ctx, { initial: before });
-  say('SIGUSR2 (rolling restart)');
+  const stream = startSlowStream(ctx, { path: STREAM_PATH, intervalMs: STREAM_INTERVAL_MS, timeoutMs: 8000, until: () => hold.held.size >= before.length || ctx.program.exited });
+  ctx.onTeardown(() => stream.stop());
+  say(`SIGUSR2 (rolling restart), with a ${STREAM_PATH} every ${STREAM_INTERVAL_MS} ms until the last replacement is forked`);
   const sent = now();
   ctx.signalPrimary('SIGUSR2');
-  const r = await ctx.waitForWorkers(WORKERS, { timeoutMs: ROLLING_WITHIN_MS, accept: (pids) => pids.every((p) => !before.includes(p)) });
+  // Waits as long as the limit can grow for the slow requests (judged below).
+  const r = await ctx.waitForWorkers(WORKERS, { timeoutMs: ROLLING_WITHIN_MS + before.length * STREAM_SLOW_MS, accept: (pids) => pids.every((p) => !before.includes(p)) });
+  const doneAt = now();
   await hold.stop();
+  const streamResults = await stream.stop();
   expectSurvivedSigusr2(ctx);
   primaryAlive('during the rolling restart');
+  expectStreamAnswered(ctx, streamResults, sent);
   if (!r.ok) {
     const stillOld = r.value.filter((p) => before.includes(p));
     const fresh = r.value.filter((p) => !before.includes(p));
@@ -683,9 +699,22 @@ async function rollingRestart(chaos) {
       showOutput: true,
     });
   }
-  say(`rolling restart done in ${Math.round(now() - sent)} ms: ${r.value.join(', ')}`);
   await ctx.waitAllAnswering({ timeoutMs: 3000 });
   const { dips, timeline: accepts } = acceptDips({ results: chaos.allLoadResults(), old: before, final: r.value, from: sent, to: now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: hold.heldUntil(), lateSenders: chaos.lateSenders.results });
+  // An old worker stopped accepting at its last answer on a fresh connection.
+  const stoppedAccepting = new Map(before.filter((pid) => accepts.has(pid)).map((pid) => [pid, accepts.get(pid).last]));
+  const limitMs = ROLLING_WITHIN_MS + slowRequestsNeed(stoppedAccepting, streamResults);
+  const tookMs = Math.round(doneAt - sent);
+  say(`rolling restart done in ${tookMs} ms (limit ${(limitMs / 1000).toFixed(1)} s: 10 s plus what the slow requests the old workers held still needed): ${r.value.join(', ')}`);
+  if (tookMs > limitMs) {
+    ctx.fail(`The rolling restart did not replace every worker within ${(limitMs / 1000).toFixed(1)} s (seed ${ctx.data.seed}).`, {
+      expected: `${WORKERS} new workers within ${ROLLING_WITHIN_MS / 1000} s of SIGUSR2, plus ${((limitMs - ROLLING_WITHIN_MS) / 1000).toFixed(1)} s that the slow requests the old workers held still needed`,
+      actual: `the last old worker exited ${(tookMs / 1000).toFixed(1)} s after SIGUSR2`,
+      explanation: `Possible causes: replacements slow to start; a restart that waits for each old worker to exit, whose workers take long to exit once drained (a heartbeat interval not unref()'d, keep-alive clients never told to leave). Replay the same schedule: ${replayCommand(ctx)}`,
+      hint: 'for each old worker: fork, wait for the new one to listen, then disconnect the old one; unref() the worker timers.',
+      showOutput: true,
+    });
+  }
   if (dips.length) {
     const f = capacityFailure({ dips, timeline: accepts, old: before, signalAt: sent, results: chaos.allLoadResults(), workers: WORKERS, what: 'the rolling restart', holdMs: HOLD_MS, replacements: [...hold.held.keys()], alive: isAlive });
     ctx.fail(f.message, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}`, showOutput: true });
@@ -700,6 +729,21 @@ async function rollingRestart(chaos) {
     const f = startedTogetherFailure(together, { what: 'the rolling restart', holdMs: HOLD_MS });
     ctx.fail(f.message, { ...f, explanation: `${f.explanation} Replay the same schedule: ${replayCommand(ctx)}`, showOutput: true });
   }
+}
+
+/** Fails the chaos when a slow request of the rolling restart was cut: reset, unanswered or not 200 (a refusal is no-failed-requests' to judge). */
+function expectStreamAnswered(ctx, results, sent) {
+  const cut = results.filter((r) => failed(r) && r.code !== 'ECONNREFUSED' && !r.abandoned);
+  if (!cut.length) return;
+  const first = cut[0];
+  ctx.fail(`${cut.length} of ${results.length} ${STREAM_PATH} requests ${cut.length === 1 ? 'was' : 'were'} cut off in flight during the rolling restart (seed ${ctx.data.seed}).`, {
+    expected: `every request a retiring worker has already read is answered with 200 (it has until SHUTDOWN_TIMEOUT=${SHUTDOWN_TIMEOUT} ms)`,
+    actual: `${describeResult(first)}: sent ${Math.round(first.start - sent)} ms after SIGUSR2, it ended ${Math.round(first.end - first.start)} ms later${cut.length > 1 ? ` (and ${cut.length - 1} more)` : ''}`,
+    explanation:
+      `One ${STREAM_PATH} was sent every ${STREAM_INTERVAL_MS} ms on a new connection until the last replacement was forked, so each old worker retired meanwhile had some in flight with over 1 s still to run. Possible causes: server.closeAllConnections(), or socket.destroy() on every socket, well before SHUTDOWN_TIMEOUT; a time limit of the worker's own shorter than your slowest request; the primary killing a retired worker early (a kill timer shorter than SHUTDOWN_TIMEOUT, or a heartbeat check that kills a worker whose heartbeats stopped because it was disconnected). Replay the same schedule: ${replayCommand(ctx)}`,
+    hint: 'retire with worker.disconnect(), answer with Connection: close, end what is left only at SHUTDOWN_TIMEOUT, and leave retired workers out of the heartbeat check.',
+    showOutput: true,
+  });
 }
 
 async function startIncrements(chaos) {

@@ -12,7 +12,7 @@
 // listens (on 'online', or before forking it) shows as a long dip every run.
 import { countWorkers, expectPrimaryAlive } from './shared/workers.js';
 import { startInFlight } from './shared/inflight.js';
-import { startLateSenders, SEND_AFTER_MS } from './shared/late-senders.js';
+import { startLateSenders } from './shared/late-senders.js';
 import { startSlowStream, slowRequestsNeed } from './shared/slow-stream.js';
 import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
 import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
@@ -27,8 +27,10 @@ import { describeResult } from '../lib/harness/http.js';
 const WORKERS = 3;
 const SHUTDOWN_TIMEOUT = 5000;
 const SLOW = '/slow?ms=1500';
-// Late senders (shared/late-senders.js) open at a time; why so many: restartUnderLoad.
-const LATE_SENDERS = 24;
+// Late senders (shared/late-senders.js) open at a time, and how long each
+// waits before it sends its request; why: restartUnderLoad.
+const LATE_SENDERS = 48;
+const LATE_SEND_AFTER_MS = 400;
 const RESTART_LIMIT_MS = 10000;
 // Slow requests on fresh connections, one every STREAM_INTERVAL_MS from just
 // before SIGUSR2 until the last replacement is forked (shared/slow-stream.js):
@@ -112,7 +114,7 @@ function failureCause(ctx, bad) {
   if (reset) {
     return {
       explanation:
-        'Connections were reset before an answer: the worker that held them closed them without answering. Possible causes: the worker was killed (worker.kill(), process.kill) or exited (process.exit) before its requests were done; server.closeAllConnections() ran before the time limit; or a drain ended connections the worker held whose request it had not read yet (a drain library that destroys or ends every socket without a request in progress: http-terminator\'s terminate(), stoppable\'s stop(); Node\'s own server.close() leaves them open and answers them). The verifier keeps connections open that send their request 200 ms later, so every retiring worker holds some.',
+        `Connections were reset before an answer: the worker that held them closed them without answering. Possible causes: the worker was killed (worker.kill(), process.kill) or exited (process.exit) before its requests were done; server.closeAllConnections() ran before the time limit; or a drain ended connections the worker held whose request it had not read yet (a drain library that destroys or ends every socket without a request in progress: http-terminator's terminate(), stoppable's stop(); Node's own server.close() leaves them open and answers them). The verifier keeps connections open that send their request ${LATE_SEND_AFTER_MS} ms later, so every retiring worker holds some.`,
       hint: 'retire an old worker with worker.disconnect() and let it finish; end connections only at the time limit.',
     };
   }
@@ -133,7 +135,7 @@ function expectNoFailures(ctx, { results: load, lateResults, keepAlive, lingerin
   const results = [...load, ...lateResults];
   const bad = results.filter(failed);
   const k = classifyKeepAlive(keepAlive);
-  ctx.log(`${results.length} requests over fresh connections during ${what} (${lateResults.length} of them sent ${SEND_AFTER_MS} ms after their connection opened), ${bad.length} failed`);
+  ctx.log(`${results.length} requests over fresh connections during ${what} (${lateResults.length} of them sent ${LATE_SEND_AFTER_MS} ms after their connection opened), ${bad.length} failed`);
   ctx.log(summarizeKeepAlive(keepAlive, k));
   const kaProblems = describeKeepAliveFailures(k);
   // A worker that kept its keep-alive clients is why their requests were cut at its kill: say that first.
@@ -204,14 +206,17 @@ function failLingering(ctx, lingering) {
 async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) {
   const old = ctx.workers();
   const load = ctx.startLoad({ concurrency, timeoutMs: 5000 });
-  // Connections whose request comes 200 ms after they open: every retiring
-  // worker holds some whose request it has not read yet (shared/late-senders.js).
-  // LATE_SENDERS of them: a drain that ends unread connections 100 ms after
-  // 'retire' finds those opened in the last 100 ms before it, and with 9 a
-  // worker of 4 in round robin took about one (a restart's 3 retirees lost 1
-  // to 7 requests under 2 CPU hogs, and none one restart in tens: clean-clone
-  // CI passed blind-r4-a-http-terminator's first restart twice).
-  const late = startLateSenders(ctx, { timeoutMs: 5000, connections: LATE_SENDERS });
+  // Connections whose request comes LATE_SEND_AFTER_MS after they open:
+  // every retiring worker holds some whose request it has not read yet
+  // (shared/late-senders.js). A drain that ends unread connections d ms after
+  // it learns of its retirement loses those it accepted in the last
+  // (LATE_SEND_AFTER_MS - d) ms before it stopped accepting. With 200 ms,
+  // d = 100 (blind-r4-a-http-terminator) left 100 ms, and a worker whose
+  // timer ran 100 ms late on a loaded machine lost none: the fixture escaped
+  // one restart in tens (CI twice, a stressed round once), and d = 300
+  // escaped always. 400 ms leaves 300 ms and 100 ms; LATE_SENDERS keeps
+  // about 3 connections opening per worker in every 100 ms.
+  const late = startLateSenders(ctx, { timeoutMs: 5000, connections: LATE_SENDERS, sendAfterMs: LATE_SEND_AFTER_MS });
   // At least 2 busy keep-alive connections on every retiring worker, every run.
   const clients = await keepAliveOnEvery(ctx, old, { port: ctx.port, path: KEEP_ALIVE_PATH, timeoutMs: SHUTDOWN_TIMEOUT + 3000, perWorker: 2, initial: KEEP_ALIVE_CONNECTIONS, more: 2, max: 4 * KEEP_ALIVE_CONNECTIONS });
   const throttle = await holdNewWorkersAtOnline(ctx, { initial: old });
@@ -245,7 +250,10 @@ async function restartUnderLoad(ctx, { concurrency, second = false, slowPath }) 
   const slowResult = slow ? await slow.result : null;
   const streamResults = stream ? await stream.stop() : [];
   const final = end.ok ? end.pids : ctx.workers();
-  const { dips, timeline } = acceptDips({ results, old, final, from: signalAt, to: end.at ?? performance.now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: throttle.heldUntil(), lateSenders: lateResults });
+  // A late sender's worker accepted its connection when it opened, not when
+  // it answered, LATE_SEND_AFTER_MS later (perhaps after it stopped accepting).
+  const lateAccepted = lateResults.map((r) => ({ ...r, end: r.start }));
+  const { dips, timeline } = acceptDips({ results, old, final, from: signalAt, to: end.at ?? performance.now(), n: WORKERS, toleranceMs: DIP_TOLERANCE_MS, heldUntil: throttle.heldUntil(), lateSenders: lateAccepted });
   // A retired worker stopped accepting at its last answer to a fresh connection.
   // Known no later than this: its last answer to a fresh connection (a lower
   // bound: the load may have missed it for a while), or, later, its first
