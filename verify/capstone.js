@@ -733,11 +733,14 @@ async function rollingRestart(chaos) {
   expectStreamAnswered(ctx, streamResults, sent);
 }
 
-// A slow request reset this soon after it was sent was turned away, not cut
-// in flight: a worker that resets the connections it is handed while it
-// drains (it never closed its server) does that to the load as well, and
-// no-failed-requests names that.
-const TURNED_AWAY_MS = 200;
+// A slow request reset this soon after it was sent may have been turned
+// away, not cut in flight: a worker that resets the connections it is handed
+// while it drains (it never closed its server) does that to the load as
+// well, and no-failed-requests names that. Under 2 CPU hogs such a reset came
+// 238 ms after the send (the primary's hand-over was that slow); a drain that
+// cuts requests 200 ms after close() still cuts those sent over 300 ms
+// before the worker retired, several every run.
+const TURNED_AWAY_MS = 500;
 
 /**
  * Fails the chaos when a slow request of the rolling restart was cut in
