@@ -6,7 +6,7 @@
 // what the other clients leave it.
 import http from 'node:http';
 import { spawnSync } from 'node:child_process';
-import { startSlowStream, slowRequestsNeed } from '../verify/shared/slow-stream.js';
+import { startSlowStream, slowRequestsNeed, cutInFlight } from '../verify/shared/slow-stream.js';
 
 async function serve(handler) {
   const arrivals = [];
@@ -101,5 +101,23 @@ describe('slowRequestsNeed: what the slow requests an old worker held still need
     const stopped = new Map([[10, 1000]]);
     const answers = [answer(10, 100, 900), answer(10, 950, 2400, false), answer(12, 950, 2400)];
     expect(slowRequestsNeed(stopped, answers)).toBe(0);
+  });
+});
+
+describe('cutInFlight: which slow requests a drain cut, and which the check of failed requests judges', () => {
+  const r = (start, end, extra) => ({ start, end, ...extra });
+  test('a reset after the request ran a while, and an answer other than 200, are cuts', () => {
+    const reset = r(0, 1400, { ok: false, code: 'ECONNRESET' });
+    const status = r(0, 1500, { ok: true, status: 503 });
+    expect(cutInFlight([reset, status, r(0, 1500, { ok: true, status: 200 })])).toEqual([reset, status]);
+  });
+  test('a refusal, no answer at all, a reset within 500 ms of the send and an abandoned request are not', () => {
+    const results = [
+      r(0, 5, { ok: false, code: 'ECONNREFUSED' }),
+      r(0, 8000, { ok: false, code: 'TIMEOUT' }),
+      r(0, 238, { ok: false, code: 'ECONNRESET' }),
+      r(0, 900, { ok: false, code: 'ECONNRESET', abandoned: true }),
+    ];
+    expect(cutInFlight(results)).toEqual([]);
   });
 });

@@ -13,7 +13,7 @@
 import { countWorkers, expectPrimaryAlive } from './shared/workers.js';
 import { startInFlight } from './shared/inflight.js';
 import { startLateSenders } from './shared/late-senders.js';
-import { startSlowStream, slowRequestsNeed } from './shared/slow-stream.js';
+import { startSlowStream, slowRequestsNeed, cutInFlight, streamCutFailure } from './shared/slow-stream.js';
 import { holdNewWorkersAtOnline, HOLD_MS } from './shared/throttle.js';
 import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from './shared/capacity.js';
 import { classifyKeepAlive, lingeringWorkers, lingeringFailure, describeKeepAliveFailures, summarizeKeepAlive } from './shared/drain.js';
@@ -163,29 +163,21 @@ function expectNoFailures(ctx, { results: load, lateResults, keepAlive, lingerin
   }
 }
 
-/**
- * Fails when a request of the slow stream was cut: reset, unanswered or not
- * 200. Refused ones are left to no-failed-requests (nothing listened: the
- * load saw it too).
- */
+/** Fails when a request of the slow stream was cut in flight (shared/slow-stream.js). */
 function expectStreamAnswered(ctx, run) {
   const { streamResults: all, stoppedAccepting, signalAt } = run;
-  const cut = all.filter((r) => failed(r) && r.code !== 'ECONNREFUSED' && !r.abandoned);
-  const served = new Map();
-  for (const r of all) if (r.ok && r.pid !== undefined) served.set(r.pid, (served.get(r.pid) ?? 0) + 1);
-  const retiredWith = [...stoppedAccepting.keys()].map((pid) => `${served.get(pid) ?? 0} on ${pid}`).join(', ');
+  const cut = cutInFlight(all);
   if (!cut.length) {
+    const served = new Map();
+    for (const r of all) if (r.ok && r.pid !== undefined) served.set(r.pid, (served.get(r.pid) ?? 0) + 1);
+    const retiredWith = [...stoppedAccepting.keys()].map((pid) => `${served.get(pid) ?? 0} on ${pid}`).join(', ');
     ctx.log(`${all.length} ${STREAM_PATH} sent every ${STREAM_INTERVAL_MS} ms on fresh connections, none cut off (answered by the retired workers: ${retiredWith || 'none'})`);
     return;
   }
-  const first = cut[0];
-  ctx.fail(`${cut.length} of ${all.length} ${STREAM_PATH} requests ${cut.length === 1 ? 'was' : 'were'} cut off in flight during the restart.`, {
-    expected: `every request a retiring worker has already read is answered with 200 (it has until SHUTDOWN_TIMEOUT=${SHUTDOWN_TIMEOUT} ms)`,
-    actual: `${describeResult(first)}: sent ${ms(signalAt, first.start)} ms after SIGUSR2, it ended ${Math.round(first.end - first.start)} ms later${cut.length > 1 ? ` (and ${cut.length - 1} more)` : ''}`,
-    explanation:
-      `One ${STREAM_PATH} was sent every ${STREAM_INTERVAL_MS} ms on a new connection until the last replacement was forked, so each old worker retired meanwhile had some in flight with over 1 s still to run. Possible causes: server.closeAllConnections(), or socket.destroy() on every socket, well before the time limit; a time limit of the worker's own shorter than your slowest request (one that does not read SHUTDOWN_TIMEOUT; http-terminator's gracefulTerminationTimeout is 1000 ms unless set); the worker killed (worker.kill(), a kill timer shorter than SHUTDOWN_TIMEOUT) or exiting (process.exit) before its requests were done.`,
+  const f = streamCutFailure({ cut, sent: all.length, signalAt, path: STREAM_PATH, intervalMs: STREAM_INTERVAL_MS, shutdownTimeoutMs: SHUTDOWN_TIMEOUT, what: 'the restart', describe: describeResult });
+  ctx.fail(f.message, {
+    ...f,
     reproduce: [`for i in $(seq 30); do ${ctx.curl(STREAM_PATH)} -w '\\n' & sleep 0.1; done`, `kill -USR2 ${ctx.primaryPid}`],
-    hint: 'Let the drain finish the requests it has: close the server (worker.disconnect() does), answer with Connection: close, and end the rest only at SHUTDOWN_TIMEOUT.',
     showOutput: true,
   });
 }
