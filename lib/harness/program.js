@@ -328,6 +328,11 @@ export class LearnerProgram {
         kill();
       }, timeoutMs);
       signal?.addEventListener('abort', kill, { once: true });
+      // Its own group, so a verifier that ends (Ctrl-C to jest, an uncaught
+      // error) must end it too: a `pm2 reload all` outlived an interrupted
+      // test run, waiting on a daemon that was gone.
+      const tracked = { killNow: kill, stop: async () => kill() };
+      track(tracked);
       for (const name of ['stdout', 'stderr']) {
         child[name].setEncoding('utf8');
         child[name].on('data', (d) => (out[name] += d));
@@ -338,6 +343,7 @@ export class LearnerProgram {
         finished = true;
         clearTimeout(timer);
         signal?.removeEventListener('abort', kill);
+        untrack(tracked);
         resolve({ code, signal: sig, stdout: out.stdout, stderr: out.stderr + (error ? error.message : ''), ms: Math.round(performance.now() - started), timedOut });
       };
       child.on('error', (err) => done(null, null, err));
