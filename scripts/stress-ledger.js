@@ -13,13 +13,21 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const LEDGER_PATH = join(ROOT, 'docs', 'stress-ledger.json');
 
-// What every verdict depends on: the harness, the manifest, the fixture
-// parser and this judge. package-lock.json because blind programs use
-// express, ioredis and friends at the locked versions. Of verify/ itself,
+// What every verdict depends on: the harness, the manifest and the fixture
+// helpers (the parser of expectations, the PM2 workspace). package-lock.json
+// because blind programs use express, ioredis and friends at the locked
+// versions. Not the test runner's plumbing (scripts/, test/catalogue.js) nor
+// which fixtures are sentinels (SENTINEL_LINE): neither can change a verdict,
+// and counting them would send every lesson back to zero for a change of how
+// CI picks its tests. Of verify/ itself,
 // only what the lesson's verifier loads counts (verifierFiles): a shared
 // check that lesson never runs cannot change its verdicts, and counting it
 // would send every lesson back to zero whenever one lesson's check changes.
-const SHARED = ['lib/harness', 'lib/manifest.js', 'test/helpers', 'scripts/stress.js', 'package-lock.json'];
+const SHARED = ['lib/harness', 'lib/manifest.js', 'test/helpers', 'package-lock.json'];
+
+/** A fixture's `// sentinel: why` header line (scripts/ci-plan.js): left out of the fingerprint. */
+export const SENTINEL_LINE = /^[ \t]*(?:\/\/|#)[ \t]*sentinel:.*(?:\r?\n|$)/gm;
+const FIXTURES_DIR = join(ROOT, 'test', 'fixtures');
 // Test helpers that only some lessons' fixtures run through, by what the
 // lesson's manifest entry "needs": the workspace with PM2 that the
 // process-manager fixtures run from cannot change another lesson's verdict.
@@ -88,7 +96,8 @@ export function fingerprintOf(lesson) {
   hash.update(`node ${process.versions.node.split('.')[0]}\n${JSON.stringify(entry)}\n`);
   for (const file of dependencies(lesson, entry)) {
     hash.update(`${relative(ROOT, file)}\n`);
-    hash.update(readFileSync(file));
+    const bytes = readFileSync(file);
+    hash.update(file.startsWith(`${FIXTURES_DIR}/`) ? bytes.toString('utf8').replace(SENTINEL_LINE, '') : bytes);
   }
   return hash.digest('hex').slice(0, 16);
 }

@@ -5,8 +5,13 @@
 // runs. A wrong verdict is a pass that should fail, a failure at another step
 // or without the promised words, or a process left behind.
 //
-//   npm run stress [rounds] [-- --lessons 1,3] [--no-hogs] [--record]
+//   npm run stress [rounds] [-- --lessons 1,3] [--no-hogs | --hogs N] [--record]
 //   npm run stress -- --ledger
+//
+// --hogs N spins N hogs instead of one per core: stress runs side by side
+// (each its own lessons) share the machine's load, so that four of them with
+// no hogs load two cores about as one with two hogs does, in a quarter of the
+// time.
 //
 // --record adds the rounds to docs/stress-ledger.json, which counts rounds
 // across runs for as long as the code they ran is unchanged (see
@@ -31,6 +36,7 @@ const { values, positionals } = parseArgs({
   options: {
     lessons: { type: 'string' },
     'no-hogs': { type: 'boolean' },
+    hogs: { type: 'string' },
     record: { type: 'boolean' },
     ledger: { type: 'boolean' },
   },
@@ -58,11 +64,14 @@ if (values.ledger) {
 const fingerprints = new Map(lessons.map((l) => [l.id, fingerprintOf(l)]));
 
 // CPU hogs: one spinning process per core, at normal priority, for the whole run.
-const hogs = values['no-hogs']
-  ? []
-  : Array.from({ length: availableParallelism() }, () =>
-      spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
-    );
+const hogCount = values['no-hogs'] ? 0 : Number(values.hogs ?? availableParallelism());
+if (!Number.isInteger(hogCount) || hogCount < 0) {
+  console.error(`--hogs ${values.hogs}: expected a whole number of CPU hogs, such as 0 or 2`);
+  process.exit(2);
+}
+const hogs = Array.from({ length: hogCount }, () =>
+  spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
+);
 const stopHogs = () => hogs.forEach((h) => h.kill('SIGKILL'));
 process.on('exit', stopHogs);
 // Derived fixtures (// derive-from:) run from a temporary folder, removed at exit.
