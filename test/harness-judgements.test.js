@@ -52,6 +52,9 @@ describe('explainSilence: why nothing answered', () => {
     ['listening elsewhere', { elsewhere: [3000] }, 'It listens on port 3000 instead'],
     ['EADDRINUSE in its output', { addrInUse: true }, 'EADDRINUSE'],
     ['busy at start-up', { cpuSeconds: 4, ranSeconds: 5 }, 'it is busy'],
+    ['busy at start-up and still at the deadline', { cpuSeconds: 4, ranSeconds: 5, busyNow: true }, 'it is busy'],
+    // Workers that loaded express for a while, then sat idle never listening (seen under load).
+    ['busy loading, idle at the deadline', { cpuSeconds: 1.2, ranSeconds: 4.3, busyNow: false, workersSeen: 3, workersNow: 3 }, 'listens on no port'],
     ['accepts but never answers', { onPort: [{ address: '0.0.0.0', reachable: true }] }, 'accepts connections on PORT=40000 but never answered'],
     ['workers gone', { workersSeen: 3, workersNow: 0 }, 'Its workers exited'],
     ['listens on nothing (cluster)', { workersSeen: 2, workersNow: 2 }, 'listens on no port. Does it call app.listen(process.env.PORT) in every worker?'],

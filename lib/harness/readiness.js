@@ -15,7 +15,11 @@ const SETTLE_MS = 3000;
 // Workers that all died and were not replaced for this long will not come back.
 const ALL_DEAD_MS = 2000;
 // A program that used at least this share of the wall time in CPU while never
-// answering is busy (a loop), not waiting; an idle one uses a few percent.
+// answering, and still uses that share at the deadline (over the last
+// IDLE_WINDOW_MS), is busy (a loop), not waiting; an idle one uses a few
+// percent. Both, because on a loaded machine three workers loading express
+// used 1.2 s of the 4.3 s before the deadline and then sat idle, never
+// listening: "busy in a loop" named a cause that program does not have.
 const BUSY_SHARE = 0.25;
 // A program that listens on another port than PORT is told so as soon as it
 // settles: it has listened there for this long, nothing listens on PORT, and
@@ -83,7 +87,7 @@ export async function waitUntilReady(ctx, { timeoutMs = 15000 } = {}) {
       first = r;
       break;
     }
-    if (performance.now() - started > timeoutMs) throw portTakenIn(program) ?? neverAnswered(program, timeoutMs, seenWorkers.size, ctx.verifier);
+    if (performance.now() - started > timeoutMs) throw portTakenIn(program) ?? neverAnswered(program, timeoutMs, seenWorkers.size, ctx.verifier, wrongPort.busyNow());
     if (performance.now() - lookedAt >= SOCKET_LOOK_EVERY_MS) {
       lookedAt = performance.now();
       const elsewhere = wrongPort.observe(sampleListening(program));
@@ -152,6 +156,7 @@ export class WrongPortWatch {
   /** @param {{ now: number, ports: number[], cpuSeconds: number }} sample */
   observe({ now, ports, cpuSeconds }) {
     this.samples.push({ now, cpuSeconds });
+    this.last = { now, cpuSeconds };
     while (this.samples.length > 2 && this.samples[1].now <= now - this.idleWindowMs) this.samples.shift();
     const elsewhere = ports.filter((p) => p !== this.port).sort((a, b) => a - b);
     if (ports.includes(this.port) || elsewhere.length === 0) {
@@ -164,6 +169,16 @@ export class WrongPortWatch {
     if (now - windowStart.now < this.idleWindowMs) return null;
     const busy = cpuSeconds - windowStart.cpuSeconds >= this.idleCpuSeconds;
     return busy ? null : elsewhere;
+  }
+
+  /**
+   * Whether the program still used at least BUSY_SHARE of the time in CPU
+   * over the last samples (IDLE_WINDOW_MS or more); null while there are too few.
+   */
+  busyNow() {
+    const first = this.samples[0];
+    if (!first || !this.last || this.last.now - first.now < this.idleWindowMs) return null;
+    return this.last.cpuSeconds - first.cpuSeconds >= BUSY_SHARE * ((this.last.now - first.now) / 1000);
   }
 }
 
@@ -253,7 +268,7 @@ function workersKeepDying(program, died) {
   });
 }
 
-function neverAnswered(program, timeoutMs, workersSeen = 0, verifier) {
+function neverAnswered(program, timeoutMs, workersSeen = 0, verifier, busyNow = null) {
   const procs = program.processes();
   const sockets = listeningSockets(procs.map((p) => p.pid));
   const host = program.host ?? '127.0.0.1';
@@ -266,6 +281,7 @@ function neverAnswered(program, timeoutMs, workersSeen = 0, verifier) {
     addrInUse: program.tail.some((l) => l.includes('EADDRINUSE')),
     cpuSeconds: procs.reduce((sum, p) => sum + cpuSeconds(p.pid), 0),
     ranSeconds: (performance.now() - program.startedAt) / 1000,
+    busyNow,
     workersSeen,
     workersNow: program.workers().length,
     acceptedButSilent: verifier?.acceptedButSilent,
@@ -281,10 +297,12 @@ function neverAnswered(program, timeoutMs, workersSeen = 0, verifier) {
 
 /**
  * Why a program never answered, from what can be seen of it (first match
- * wins): where it listens, EADDRINUSE in its output, its CPU use, its workers.
+ * wins): where it listens, EADDRINUSE in its output, its CPU use (over the
+ * whole run, and `busyNow`: still at the deadline; null when not sampled),
+ * its workers.
  * Pure: the evidence comes in, so each rule is tested on its own.
  */
-export function explainSilence({ port, host, onPort = [], elsewhere = [], addrInUse = false, cpuSeconds = 0, ranSeconds = 1, workersSeen = 0, workersNow = 0, acceptedButSilent }) {
+export function explainSilence({ port, host, onPort = [], elsewhere = [], addrInUse = false, cpuSeconds = 0, ranSeconds = 1, busyNow = null, workersSeen = 0, workersNow = 0, acceptedButSilent }) {
   if (onPort.length && !onPort.some((s) => s.reachable)) {
     const where = [...new Set(onPort.map((s) => s.address))].join(', ');
     if (host) {
@@ -296,7 +314,7 @@ export function explainSilence({ port, host, onPort = [], elsewhere = [], addrIn
     return `It listens on port ${elsewhere.join(', ')} instead. Listen on the port the verifier gives: app.listen(process.env.PORT).`;
   }
   if (addrInUse) return 'Its output shows EADDRINUSE: the port was taken. Listen on process.env.PORT, which the verifier chose free.';
-  if (cpuSeconds >= Math.max(1, BUSY_SHARE * ranSeconds)) {
+  if (cpuSeconds >= Math.max(1, BUSY_SHARE * ranSeconds) && busyNow !== false) {
     return `It used the CPU for ${cpuSeconds.toFixed(1)} s of the ${ranSeconds.toFixed(1)} s it ran: it is busy, most likely in a synchronous loop at start-up that does not end, so it never gets to listen or to answer. Move long work out of start-up, or make it end.`;
   }
   if (onPort.length) {
