@@ -1,47 +1,190 @@
 #!/usr/bin/env node
-// `npm test`: the whole suite, in two jest processes at once. The fixture
-// catalogue of the lessons that wait on PM2 and nginx (test/mistakes-daemons.test.js,
-// about a third of the suite's time, most of it spent waiting on those
-// daemons) runs beside everything else, at a lower CPU priority (nice 10),
-// so that on two cores the other verdicts keep the CPU they get when run
-// alone, and the daemon lessons take what is left. With arguments
-// (`npm test -- test/course.test.js`), one jest process runs just those.
+// `npm test`: the suite CI runs, as pieces that three lanes take from one
+// queue, the longest first (a lane that is done takes the next piece):
+// - the fixture catalogue, as scripts/ci-plan.js chose it from the stress
+//   ledger (each lesson's sentinels where a stress round proved its code,
+//   else all its fixtures), in four pieces: the PM2 lesson at nice 10 (it
+//   mostly waits on PM2, and its verdicts hold there), the nginx lesson, the
+//   rolling restarts (rolling-restart, capstone), the other lessons. Niced
+//   beside busy lanes, the nginx lesson's programs once got a tenth of the
+//   CPU and a correct one failed capacity, so only PM2 is niced;
+// - everything that is not a catalogue (course, harness, CLI, classroom) in
+//   one piece;
+// - with NODE_VERSIONS="22 24" (CI sets it), a piece per major for the tests
+//   whose outcome depends on the Node version (.ci/node-versions.sh).
+// Before any piece the plan is printed; when the catalogues it needs would
+// take CI past its budget, npm test stops there, with the command that
+// proves them (ci-plan.js), rather than at CI's time limit.
+//
+// Each jest piece writes its results as JSON; at the very end come the 15
+// slowest test files with their seconds, the total, and every failed test
+// with the lines that explain it, so a CI log is read from its last screen.
+//
+// With arguments (`npm test -- test/course.test.js`), one jest process runs
+// just those, with every fixture (no plan); JEST_JSON=<file> writes its
+// results there (the Node-version pieces use it).
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { currentPlan, describePlan } from './ci-plan.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const jest = ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js'];
-const SIDE = 'test/mistakes-daemons.test.js';
+const LANES = 3;
+// The tests whose outcome depends on the Node version (README, "Requirements").
+const NODE_VERSION_TESTS = 'test/course.test.js test/harness- test/run- test/watch.test.js test/interrupt-signals.test.js';
+const CATALOGUE_FILES = 'test/mistakes(-daemons)?\\.test\\.js';
 
 const args = process.argv.slice(2);
-const runs = args.length
-  ? [{ command: process.execPath, args: [...jest, ...args] }]
-  : [
-      { command: process.execPath, args: [...jest, '--testPathIgnorePatterns', SIDE] },
-      { command: 'nice', args: ['-n', '10', process.execPath, ...jest, SIDE], prefix: '[daemons] ' },
-    ];
+const majors = (process.env.NODE_VERSIONS ?? '').split(/[\s,]+/).filter(Boolean);
+const results = mkdtempSync(join(tmpdir(), 'cw-test-results-'));
+process.on('exit', () => rmSync(results, { recursive: true, force: true }));
 
-const children = [];
-const finished = runs.map(({ command, args: a, prefix }) => {
-  const child = spawn(command, a, { cwd: root, stdio: prefix ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
-  if (prefix) {
-    // Line by line, so that the two processes' lines do not run into each other.
-    for (const [from, to] of [[child.stdout, process.stdout], [child.stderr, process.stderr]]) {
-      createInterface({ input: from }).on('line', (line) => to.write(`${prefix}${line}\n`));
-    }
-  }
-  children.push(child);
-  return new Promise((resolve) => child.on('close', (code) => resolve(code ?? 1)));
-});
+const slug = (name) => name.replace(/[^a-z0-9]+/gi, '-');
+const jestJson = (name) => ['--json', `--outputFile=${join(results, `${slug(name)}.json`)}`];
 
-// A stop (Ctrl-C, or CI's SIGTERM) reaches both: each jest ends its
-// verifiers and their processes. (`nice` executes jest in its own place.)
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => {
-    for (const child of children) child.kill(signal);
-  });
+if (args.length) {
+  // One jest process, its output as it comes (a developer's run, or a Node-version piece).
+  const out = process.env.JEST_JSON ? ['--json', `--outputFile=${process.env.JEST_JSON}`] : [];
+  const child = spawn(process.execPath, [...jest, ...out, ...args], { cwd: root, stdio: 'inherit' });
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+  child.on('close', (code) => (process.exitCode = code ?? 1));
+} else {
+  await runSuite();
 }
 
-const codes = await Promise.all(finished);
-process.exitCode = codes.some((code) => code !== 0) ? 1 : 0;
+async function runSuite() {
+  const plan = await currentPlan();
+  console.log(describePlan(plan));
+  if (plan.overBudget) {
+    process.exitCode = 1;
+    return;
+  }
+  const planFile = join(results, 'plan.json');
+  writeFileSync(planFile, JSON.stringify(plan));
+  const secondsOf = (ids) => plan.lessons.filter((r) => ids.includes(r.id)).reduce((s, r) => s + r.seconds, 0);
+  const lessonIds = plan.lessons.map((r) => r.id);
+  const groups = [
+    { name: 'catalogue: process-manager', file: 'test/mistakes-daemons.test.js', lessons: ['process-manager'], nice: 10 },
+    { name: 'catalogue: beyond-one-machine', file: 'test/mistakes-daemons.test.js', lessons: ['beyond-one-machine'] },
+    { name: 'catalogue: rolling-restart, capstone', file: 'test/mistakes.test.js', lessons: ['rolling-restart', 'capstone'] },
+  ];
+  const grouped = groups.flatMap((g) => g.lessons);
+  groups.push({ name: 'catalogue: the other lessons', file: 'test/mistakes.test.js', lessons: lessonIds.filter((id) => !grouped.includes(id)) });
+
+  const jestPiece = (name, weight, files, { env = {}, nice } = {}) => ({
+    name,
+    weight,
+    command: nice ? 'nice' : process.execPath,
+    args: [...(nice ? ['-n', String(nice), process.execPath] : []), ...jest, ...jestJson(name), ...files],
+    env,
+  });
+  const pieces = [
+    ...groups.map((g) =>
+      jestPiece(g.name, secondsOf(g.lessons), [g.file], { nice: g.nice, env: { CATALOGUE_PLAN: planFile, CATALOGUE_LESSONS: g.lessons.join(',') } }),
+    ),
+    // Everything that is not a catalogue: course, harness, CLI, classroom.
+    jestPiece('main', 1000, ['--testPathIgnorePatterns', CATALOGUE_FILES]),
+    ...majors.map((major) => ({
+      name: `node ${major}`,
+      weight: 450,
+      command: 'bash',
+      args: ['.ci/node-versions.sh', major],
+      env: { NODE_VERSION_TESTS, JEST_JSON: join(results, `${slug(`node ${major}`)}.json`) },
+    })),
+  ];
+  const queue = pieces.sort((a, b) => b.weight - a.weight);
+  const running = new Set();
+  const ended = [];
+
+  /** Runs one piece; resolves its exit code (1 when a signal ended it). */
+  const run = (piece) => {
+    const started = performance.now();
+    const child = spawn(piece.command, piece.args, { cwd: root, env: { ...process.env, ...piece.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    // Line by line with the piece's name, so that the lanes' lines do not run into each other.
+    for (const [from, to] of [[child.stdout, process.stdout], [child.stderr, process.stderr]]) {
+      createInterface({ input: from }).on('line', (line) => to.write(`[${piece.name}] ${line}\n`));
+    }
+    return new Promise((resolve) =>
+      child.on('close', (code) => {
+        running.delete(child);
+        const seconds = Math.round((performance.now() - started) / 1000);
+        console.log(`[${piece.name}] finished in ${seconds} s (exit code ${code ?? 'none'})`);
+        ended.push({ piece, code: code ?? 1, seconds });
+        resolve(code ?? 1);
+      }),
+    );
+  };
+
+  let stopping = false;
+  // A lane: the next piece of the queue until none is left; every one runs
+  // even when one before it failed, so the log shows them all.
+  const lane = async () => {
+    while (queue.length && !stopping) await run(queue.shift());
+  };
+  // A stop (Ctrl-C, or CI's SIGTERM) reaches every piece running: each jest
+  // ends its verifiers and their processes. (`nice` executes jest in its own place.)
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.on(signal, () => {
+      stopping = true;
+      for (const child of running) child.kill(signal);
+    });
+  }
+
+  const started = performance.now();
+  await Promise.all(Array.from({ length: Math.min(LANES, queue.length) }, lane));
+  const failedPieces = ended.filter((e) => e.code !== 0);
+  console.log(`\nnpm test: ${ended.length} pieces in ${Math.round((performance.now() - started) / 1000)} s, ${failedPieces.length} failed`);
+  console.log(summary(ended));
+  process.exitCode = ended.length && failedPieces.length === 0 && !stopping ? 0 : 1;
+}
+
+/** ANSI colours out, so the explanation reads as text in a CI log. */
+const plain = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
+
+/** The lines of a jest failure that explain it: the message and the first lines of the code frame, no stack. */
+function explainingLines(message, max = 14) {
+  return plain(message)
+    .split('\n')
+    .filter((l) => !/^\s+at /.test(l))
+    .map((l) => l.trimEnd())
+    .filter((l, i, all) => l || (i > 0 && all[i - 1]))
+    .slice(0, max);
+}
+
+/** The closing summary: the slowest test files, the total, and every failure with its explanation. */
+function summary(ended) {
+  const files = [];
+  const failures = [];
+  for (const { piece, code } of ended) {
+    const file = join(results, `${slug(piece.name)}.json`);
+    if (!existsSync(file)) {
+      if (code !== 0) failures.push({ name: `${piece.name}: ended with exit code ${code} and wrote no test results`, lines: ['its own lines above show why (look for its name in brackets)'] });
+      continue;
+    }
+    const report = JSON.parse(readFileSync(file, 'utf8'));
+    for (const r of report.testResults) {
+      files.push({ name: relative(root, r.name), seconds: (r.endTime - r.startTime) / 1000, piece: piece.name });
+      const failed = r.assertionResults.filter((a) => a.status === 'failed');
+      for (const a of failed) failures.push({ name: `[${piece.name}] ${relative(root, r.name)} › ${a.fullName}`, lines: explainingLines(a.failureMessages.join('\n')) });
+      if (!failed.length && r.status === 'failed') failures.push({ name: `[${piece.name}] ${relative(root, r.name)}`, lines: explainingLines(r.message || r.failureMessage || 'the file failed to run') });
+    }
+  }
+  const out = [];
+  const total = files.reduce((s, f) => s + f.seconds, 0);
+  out.push(`The 15 slowest test files (of ${files.length}; ${Math.round(total)} s in all, across the lanes):`);
+  for (const f of [...files].sort((a, b) => b.seconds - a.seconds).slice(0, 15)) {
+    out.push(`  ${f.seconds.toFixed(0).padStart(5)} s  ${f.name}  [${f.piece}]`);
+  }
+  if (failures.length) {
+    out.push('', `${failures.length} FAILED:`);
+    for (const f of failures) out.push('', `  ✕ ${f.name}`, ...f.lines.map((l) => `      ${l}`));
+  } else {
+    out.push('', 'Every test passed.');
+  }
+  return out.join('\n');
+}

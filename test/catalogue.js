@@ -6,17 +6,44 @@
 // the end. Two test files share it (mistakes.test.js, mistakes-daemons.test.js)
 // so that `npm test` can run the lessons that wait on PM2 and nginx beside
 // the others (scripts/test.js).
-import { basename, dirname } from 'node:path';
+//
+// CI verifies the part of each lesson's catalogue that scripts/ci-plan.js
+// chose (CATALOGUE_PLAN: the plan's JSON file, written by scripts/test.js):
+// its sentinels where a stress round proved the code, else all of it.
+// CATALOGUE_LESSONS=a,b keeps those lessons only (a piece of npm test). With
+// neither, every fixture runs.
+import { readFileSync } from 'node:fs';
+import { basename, dirname, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { fixturesOf, parseExpectations, textsFor } from './helpers/fixtures.js';
 import { verifyFile, leftovers, verdictOf, PASSED, failedAt } from './helpers/verify.js';
 
 /** The lessons whose verifiers spend their time waiting on a daemon (PM2, nginx). */
 export const DAEMON_LESSONS = ['process-manager', 'beyond-one-machine'];
 
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** The fixtures of a lesson that this run verifies (see CATALOGUE_PLAN above). */
+export function chosenFixtures(lesson, { plan = process.env.CATALOGUE_PLAN } = {}) {
+  const all = fixturesOf(lesson);
+  if (!plan) return all;
+  const row = JSON.parse(readFileSync(plan, 'utf8')).lessons.find((r) => r.id === lesson.id);
+  if (!row) return all;
+  const chosen = new Set(row.fixtures);
+  return all.filter((f) => chosen.has(relative(ROOT, f)));
+}
+
+/** The lessons this run verifies of `lessons` (CATALOGUE_LESSONS, when set). */
+export function chosenLessons(lessons, only = process.env.CATALOGUE_LESSONS) {
+  if (!only) return lessons;
+  const ids = only.split(',').map((s) => s.trim());
+  return lessons.filter((l) => ids.includes(l.id));
+}
+
 /** One describe block per lesson, one test per fixture program, run through `programs` (a FixturePrograms). */
 export function describeCatalogue(lessons, programs) {
-  for (const lesson of lessons) {
-    const fixtures = fixturesOf(lesson);
+  for (const lesson of chosenLessons(lessons)) {
+    const fixtures = chosenFixtures(lesson);
     if (fixtures.length === 0) continue;
     describe(`${lesson.number} ${lesson.id}: fixture programs`, () => {
       for (const file of fixtures) {
