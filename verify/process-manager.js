@@ -727,32 +727,32 @@ const crashLoop = {
     rmSync(crashFile, { force: true });
     ctx.log(`$ rm ${crashFile}`);
     const ubs = gaps.map((g) => g.ub).sort((a, b) => a - b);
-    const median = ubs[Math.floor(ubs.length / 2)];
     // Whether the pause grows is read from PM2's own "will restart in N ms",
     // the delay it chose for each restart of the loop (the last ones it
-    // logged: no other instance restarts meanwhile). The pauses seen add
-    // PM2's and the new instance's start-up to each delay, which on a loaded
-    // machine varied by 100 ms and more: a correct 100, 150, 225, 337, 505 was
-    // seen as 135-284 ... 517-629 and failed "the last at least twice the
-    // first". The timing is the judge only where PM2 logged no delays.
+    // logged: no other instance restarts meanwhile). PM2 7 prints that line
+    // for every restart when exp_backoff_restart_delay is set, and never
+    // without it (lib/God.js, handleExit). The pauses seen add PM2's and the
+    // new instance's start-up to each delay, which on a loaded machine varied
+    // by 100 ms and more: a correct 100, 150, 225, 337, 505 was seen as
+    // 135-284 ... 517-629 and failed "the last at least twice the first", and
+    // a loop with no delay at all paused over 80 ms. So the timing only tells
+    // a certain "at once" (every pause under 80 ms at most) from the rest.
     await ctx.program.outputSettled();
     const stated = pm2LogLines(ctx.program, /will restart in \d+ ?ms/, 200)
       .map((l) => Number(/will restart in (\d+) ?ms/.exec(l)[1]))
       .slice(-LOOP_RESTARTS);
-    if (stated.length) ctx.log(`PM2's restart delays for the loop (its "will restart in"): ${stated.map((d) => `${d} ms`).join(', ')}`);
-    const last = gaps.at(-1);
-    const firstTwo = Math.min(gaps[0].ub, gaps[1].ub);
-    const grows = stated.length >= 3
-      ? stated.every((d, i) => i === 0 || d > stated[i - 1]) && stated.at(-1) >= 2 * stated[0]
-      : last.lb >= 2 * firstTwo;
-    const atOnce = stated.length >= 3 ? stated.every((d) => d === 0) : median < 80;
-    if (atOnce || !grows) {
+    ctx.log(stated.length ? `PM2's restart delays for the loop (its "will restart in"): ${stated.map((d) => `${d} ms`).join(', ')}` : 'PM2 logged no "will restart in" for the loop: no exp_backoff_restart_delay');
+    const grows = stated.length >= 3 && stated.every((d, i) => i === 0 || d > stated[i - 1]) && stated.at(-1) >= 2 * stated[0];
+    const atOnce = ubs.at(-1) < 80;
+    if (!grows) {
       ctx.fail(atOnce ? 'PM2 restarted the crashing instance at once, every time.' : 'The pause before each restart of the crashing instance does not grow.', {
         expected: 'a pause before each restart, growing: 100, 150, 225, 337, 505 ms with exp_backoff_restart_delay: 100 (the delays PM2 logs, each longer than the one before, the last at least twice the first)',
-        actual: `pauses (ms, between the bounds the verifier's samples allow): ${shown}${stated.length ? `; PM2's delays: ${stated.join(', ')} ms` : ''}`,
+        actual: `pauses (ms, between the bounds the verifier's samples allow): ${shown}; ${stated.length ? `PM2's delays: ${stated.join(', ')} ms` : 'PM2 logged no "will restart in N ms"'}`,
         explanation: atOnce
           ? 'Without a restart delay PM2 restarts an instance as fast as it dies: a crash loop burns CPU and floods the logs, and after 16 quick deaths PM2 marks the app errored and never restarts it by itself.'
-          : 'A fixed restart_delay waits the same each time: a crash loop that lasts goes on at the same pace. exp_backoff_restart_delay grows the pause 1.5 times each time, up to 15 s, and never gives up.',
+          : stated.length
+            ? 'Each restart should wait longer than the one before: exp_backoff_restart_delay grows the pause 1.5 times each time, up to 15 s, and never gives up.'
+            : 'PM2 prints "will restart in N ms" for each restart only when exp_backoff_restart_delay is set, and printed none: without it PM2 waits the same restart_delay every time, or none at all, so a crash loop that lasts goes on at the same pace. exp_backoff_restart_delay grows the pause 1.5 times each time, up to 15 s, and never gives up.',
         hint: 'exp_backoff_restart_delay: 100 in the ecosystem file.',
         outputLines: pm2LogLines(ctx.program, /will restart in|exited with code/),
       });
