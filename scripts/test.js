@@ -26,10 +26,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { currentPlan, describePlan } from './ci-plan.js';
+import { summary } from './test-summary.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const jest = ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js'];
@@ -44,6 +45,10 @@ const results = mkdtempSync(join(tmpdir(), 'cw-test-results-'));
 process.on('exit', () => rmSync(results, { recursive: true, force: true }));
 
 const slug = (name) => name.replace(/[^a-z0-9]+/gi, '-');
+const readReport = (name) => {
+  const file = join(results, `${slug(name)}.json`);
+  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : null;
+};
 const jestJson = (name) => ['--json', `--outputFile=${join(results, `${slug(name)}.json`)}`];
 
 if (args.length) {
@@ -139,52 +144,6 @@ async function runSuite() {
   await Promise.all(Array.from({ length: Math.min(LANES, queue.length) }, lane));
   const failedPieces = ended.filter((e) => e.code !== 0);
   console.log(`\nnpm test: ${ended.length} pieces in ${Math.round((performance.now() - started) / 1000)} s, ${failedPieces.length} failed`);
-  console.log(summary(ended));
+  console.log(summary(ended.map((e) => ({ name: e.piece.name, code: e.code, report: readReport(e.piece.name) }))));
   process.exitCode = ended.length && failedPieces.length === 0 && !stopping ? 0 : 1;
-}
-
-/** ANSI colours out, so the explanation reads as text in a CI log. */
-const plain = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
-
-/** The lines of a jest failure that explain it: the message and the first lines of the code frame, no stack. */
-function explainingLines(message, max = 14) {
-  return plain(message)
-    .split('\n')
-    .filter((l) => !/^\s+at /.test(l))
-    .map((l) => l.trimEnd())
-    .filter((l, i, all) => l || (i > 0 && all[i - 1]))
-    .slice(0, max);
-}
-
-/** The closing summary: the slowest test files, the total, and every failure with its explanation. */
-function summary(ended) {
-  const files = [];
-  const failures = [];
-  for (const { piece, code } of ended) {
-    const file = join(results, `${slug(piece.name)}.json`);
-    if (!existsSync(file)) {
-      if (code !== 0) failures.push({ name: `${piece.name}: ended with exit code ${code} and wrote no test results`, lines: ['its own lines above show why (look for its name in brackets)'] });
-      continue;
-    }
-    const report = JSON.parse(readFileSync(file, 'utf8'));
-    for (const r of report.testResults) {
-      files.push({ name: relative(root, r.name), seconds: (r.endTime - r.startTime) / 1000, piece: piece.name });
-      const failed = r.assertionResults.filter((a) => a.status === 'failed');
-      for (const a of failed) failures.push({ name: `[${piece.name}] ${relative(root, r.name)} › ${a.fullName}`, lines: explainingLines(a.failureMessages.join('\n')) });
-      if (!failed.length && r.status === 'failed') failures.push({ name: `[${piece.name}] ${relative(root, r.name)}`, lines: explainingLines(r.message || r.failureMessage || 'the file failed to run') });
-    }
-  }
-  const out = [];
-  const total = files.reduce((s, f) => s + f.seconds, 0);
-  out.push(`The 15 slowest test files (of ${files.length}; ${Math.round(total)} s in all, across the lanes):`);
-  for (const f of [...files].sort((a, b) => b.seconds - a.seconds).slice(0, 15)) {
-    out.push(`  ${f.seconds.toFixed(0).padStart(5)} s  ${f.name}  [${f.piece}]`);
-  }
-  if (failures.length) {
-    out.push('', `${failures.length} FAILED:`);
-    for (const f of failures) out.push('', `  ✕ ${f.name}`, ...f.lines.map((l) => `      ${l}`));
-  } else {
-    out.push('', 'Every test passed.');
-  }
-  return out.join('\n');
 }

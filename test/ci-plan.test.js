@@ -110,3 +110,25 @@ describe.each(loadLessons().map((l) => [l.id, l]))('%s: its sentinels', (id, l) 
     expect(sentinels.length).toBeLessThanOrEqual(Math.ceil(fixtures.length * 0.4));
   });
 });
+
+test("npm test's last lines: the slowest test files, the total, and each failure with the lines that explain it", async () => {
+  const { summary } = await import('../scripts/test-summary.js');
+  const file = (name, seconds, assertions, status = 'passed') => ({
+    name: join(ROOT, name), startTime: 0, endTime: seconds * 1000, status, message: '', assertionResults: assertions,
+  });
+  const text = summary([
+    { name: 'main', code: 1, report: { testResults: [
+      file('test/a.test.js', 12, [{ fullName: 'a works', status: 'passed', failureMessages: [] }]),
+      file('test/b.test.js', 40, [{ fullName: 'b holds', status: 'failed', failureMessages: ['\x1b[31mError: expected 2, got 3\x1b[39m\n    at Object.<anonymous> (test/b.test.js:3:9)'] }], 'failed'),
+    ] } },
+    { name: 'node 22', code: 1, report: null },
+  ]);
+  const lines = text.split('\n');
+  expect(lines[0]).toContain('15 slowest test files (of 2; 52 s in all');
+  expect(lines[1]).toMatch(/^\s+40 s {2}test\/b\.test\.js {2}\[main\]$/);
+  expect(text).toContain('✕ [main] test/b.test.js › b holds');
+  expect(text).toContain('Error: expected 2, got 3');
+  expect(text).not.toContain('at Object.<anonymous>');
+  expect(text).not.toContain('\x1b[');
+  expect(text).toContain('node 22: ended with exit code 1 and wrote no test results');
+});
