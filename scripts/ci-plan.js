@@ -130,9 +130,9 @@ export function describePlan(plan) {
     lines.push(
       '',
       `OVER BUDGET: the whole catalogues of ${plan.unproven.join(', ')} would take CI to about ${minutes(plan.estimateS)}, past its ${minutes(plan.budgetS)}.`,
-      'Their code changed since their last stress round (a change to the harness changes every lesson). Prove it under load and record it:',
+      'Each says why above: its code changed since its last stress round (a change to the harness changes every lesson), or that round had a wrong verdict (a flake: fix it at its cause, which changes the code). Prove the code under load and record it:',
       `  ${plan.record}`,
-      'then commit docs/stress-ledger.json. A wrong verdict there is a flake to fix at its cause before CI can pass.',
+      'then commit docs/stress-ledger.json.',
     );
   } else if (plan.unproven.length) {
     lines.push(`  To run only their sentinels next time, record a stress round: ${plan.record}`);
