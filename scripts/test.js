@@ -9,7 +9,7 @@
 //   beside busy lanes, the nginx lesson's programs once got a tenth of the
 //   CPU and a correct one failed capacity, so only PM2 is niced;
 // - everything that is not a catalogue (course, harness, CLI, classroom) in
-//   one piece;
+//   two pieces (jest --shard);
 // - with NODE_VERSIONS="22 24" (CI sets it), a piece per major for the tests
 //   whose outcome depends on the Node version (.ci/node-versions.sh).
 // Before any piece the plan is printed; when the catalogues it needs would
@@ -91,8 +91,10 @@ async function runSuite() {
     ...groups.map((g) =>
       jestPiece(g.name, secondsOf(g.lessons), [g.file], { nice: g.nice, env: { CATALOGUE_PLAN: planFile, CATALOGUE_LESSONS: g.lessons.join(',') } }),
     ),
-    // Everything that is not a catalogue: course, harness, CLI, classroom.
-    jestPiece('main', 1000, ['--testPathIgnorePatterns', CATALOGUE_FILES]),
+    // Everything that is not a catalogue (course, harness, CLI, classroom), in
+    // two halves by jest's --shard: in one piece it ran 1407 s, the longest
+    // lane of a 26-minute CI run.
+    ...[1, 2].map((k) => jestPiece(`main ${k}/2`, 700, [`--shard=${k}/2`, '--testPathIgnorePatterns', CATALOGUE_FILES])),
     ...majors.map((major) => ({
       name: `node ${major}`,
       weight: 450,
