@@ -115,6 +115,26 @@ console.log(`stress: ${rounds} round(s) of ${all.length} verifies (${lessons.len
 const logDir = join(tmpdir(), `cluster-workshop-stress-${process.pid}`);
 const runs = [];
 const started = performance.now();
+
+// With --record, each lesson is written to the ledger as soon as its last
+// program of the last round has run (a run stopped later keeps the lessons it
+// finished), if none of its files changed since the run began.
+const recorded = new Set();
+function recordLesson(l) {
+  if (recorded.has(l.id) || fingerprintOf(l) !== fingerprints.get(l.id)) return;
+  const mine = runs.filter((r) => r.lesson === l.id);
+  const ledger = readLedger();
+  recordRun(ledger, {
+    lesson: l.id,
+    fingerprint: fingerprints.get(l.id),
+    programs: all.filter((c) => c.lesson === l).length,
+    rounds,
+    wrong: mine.filter((r) => r.wrong).length,
+  });
+  writeLedger(ledger);
+  recorded.add(l.id);
+}
+const lastOf = new Map(all.map((c) => [c.lesson.id, c]));
 for (let round = 1; round <= rounds; round++) {
   for (const c of all) {
     let log = '';
@@ -135,6 +155,7 @@ for (let round = 1; round <= rounds; round++) {
       writeFileSync(logFile, `${wrong}\n\n${log}`);
       process.stdout.write(`\n  WRONG ${c.lesson.id}/${c.name} (round ${round}): ${wrong}\n  log: ${logFile}\n`);
     } else process.stdout.write('.');
+    if (values.record && round === rounds && lastOf.get(c.lesson.id) === c) recordLesson(c.lesson);
   }
   process.stdout.write(` round ${round}/${rounds} done (${Math.round((performance.now() - started) / 1000)} s)\n`);
 }
@@ -171,20 +192,10 @@ if (wrongRuns.length) {
 }
 
 if (values.record) {
-  const changed = lessons.filter((l) => fingerprintOf(l) !== fingerprints.get(l.id)).map((l) => l.id);
-  const ledger = readLedger();
-  for (const l of lessons.filter((x) => !changed.includes(x.id))) {
-    const mine = runs.filter((r) => r.lesson === l.id);
-    recordRun(ledger, {
-      lesson: l.id,
-      fingerprint: fingerprints.get(l.id),
-      programs: all.filter((c) => c.lesson === l).length,
-      rounds,
-      wrong: mine.filter((r) => r.wrong).length,
-    });
-  }
-  writeLedger(ledger);
+  const changed = lessons.filter((l) => !recorded.has(l.id) && fingerprintOf(l) !== fingerprints.get(l.id)).map((l) => l.id);
+  for (const l of lessons) if (!changed.includes(l.id)) recordLesson(l);
   if (changed.length) console.log(`\nNot recorded (their files changed during the run): ${changed.join(', ')}`);
+  const ledger = readLedger();
   console.log(`\nRecorded in ${relative(process.cwd(), LEDGER_PATH)}; now:`);
   for (const l of lessons) console.log(`  ${l.id.padEnd(20)} ${String(standing(ledger, l).rounds).padStart(3)} round(s)`);
 }
