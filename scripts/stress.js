@@ -7,6 +7,7 @@
 //
 //   npm run stress [rounds] [-- --lessons 1,3] [--no-hogs | --hogs N] [--record]
 //   npm run stress -- --ledger
+//   npm run stress 5 -- --lessons capstone --programs solution,no-recovery
 //
 // --hogs N spins N hogs instead of one per core: stress runs side by side
 // (each its own lessons) share the machine's load, so that four of them with
@@ -16,6 +17,9 @@
 // --record adds the rounds to docs/stress-ledger.json, which counts rounds
 // across runs for as long as the code they ran is unchanged (see
 // stress-ledger.js); --ledger prints how many each lesson has and exits.
+//
+// --programs keeps only the programs whose name contains one of the words
+// (`solution` is the reference): the hunt for one flake, never recorded.
 //
 // Exit code 1 when any verdict was wrong. Fix a flake at its cause (a race, a
 // deadline too tight for a loaded 2-core machine), never by retrying.
@@ -39,6 +43,7 @@ const { values, positionals } = parseArgs({
     hogs: { type: 'string' },
     record: { type: 'boolean' },
     ledger: { type: 'boolean' },
+    programs: { type: 'string' },
   },
   allowPositionals: true,
 });
@@ -107,8 +112,13 @@ function wrongVerdict(c, report, left) {
   return null;
 }
 
+const only = values.programs?.split(',').map((s) => s.trim()).filter(Boolean);
+if (only && values.record) {
+  console.error('--programs runs part of a catalogue: it cannot be recorded (drop --record)');
+  process.exit(2);
+}
 const all = [];
-for (const lesson of lessons) all.push(...(await casesOf(lesson)));
+for (const lesson of lessons) all.push(...(await casesOf(lesson)).filter((c) => !only || only.some((w) => c.name.includes(w))));
 console.log(`stress: ${rounds} round(s) of ${all.length} verifies (${lessons.length} lessons) with ${hogs.length} CPU hog(s)`);
 
 // The whole log of every wrong verdict is kept: a flake is fixed from its log.

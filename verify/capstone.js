@@ -453,7 +453,7 @@ function startChaos(ctx) {
     await sampler;
   };
   const chaos = {
-    ctx, seed, schedule, t0, say, timeline, faults, card, firstSeen, caused, matureDeathsSince, loads, lateSenders, allLoadResults, keepAlive, stopSampler,
+    ctx, seed, schedule, t0, say, timeline, faults, card, firstSeen, diedAt, caused, matureDeathsSince, loads, lateSenders, allLoadResults, keepAlive, stopSampler,
     pickVictim, waitMature, primaryAlive, settle, shutdownAt: null, increments: null, incrementsBefore: null, configPosted: null,
   };
   return chaos;
