@@ -5,7 +5,8 @@
 // happens, not at the readiness deadline; a silent program at the deadline,
 // not at the step timeout) and leaves no process behind, which is checked in
 // the process table both by the run's marker and by command line.
-import { readFileSync, readdirSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runVerifier } from '../lib/harness/runner.js';
 import { TextReporter } from '../lib/cli/reporter.js';
@@ -22,9 +23,16 @@ const LONG_READY_MS = 30000;
 // from the readiness check, and say less.
 const MARGIN_MS = 6000;
 const lesson = { id: 'harness', number: 0, title: 'harness test' };
+// Each program runs from a copy in a folder of this test file's own: the
+// Node-version pieces of npm test run this file beside the main piece, and
+// runningFile (which finds processes by the file in their command line)
+// counted the other piece's syntax-error.js as left behind by this one.
+const OWN = mkdtempSync(join(tmpdir(), 'cw-harness-verdicts-'));
+afterAll(() => rmSync(OWN, { recursive: true, force: true }));
 
 async function verify(name, { verifier = { clustered: false, steps: [] }, readyTimeoutMs = READY_MS, signal } = {}) {
-  const file = join(PROGRAMS, name);
+  const file = join(OWN, name);
+  copyFileSync(join(PROGRAMS, name), file);
   let log = '';
   const reporter = new TextReporter({ write: (s) => (log += s) });
   const report = await runVerifier({ lesson, file, verifier, reporter, readyTimeoutMs, signal });
