@@ -50,6 +50,10 @@ test('connections open at an even pace, not in bursts: almost every stretch of h
 test('each request is sent only once its connection has been open for the send delay', async () => {
   const { gaps, results } = await watchLateSenders(200, 1000);
   expect(gaps.length).toBeGreaterThan(10);
-  expect(Math.min(...gaps)).toBeGreaterThanOrEqual(190);
+  // The server below learns of a connection when its loop next turns, which
+  // on a loaded machine (CI's other lanes) came 11 ms after the client had
+  // connected and started its 200 ms: a gap measured here can fall short by
+  // that lag. A request sent at once shows a gap of about 0.
+  expect(Math.min(...gaps)).toBeGreaterThanOrEqual(150);
   expect(results.every((r) => r.sentAfterMs === 200)).toBe(true);
 });
