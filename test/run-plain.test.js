@@ -54,9 +54,18 @@ test('serves on a free port when the one asked for is taken, relays output and e
 test('a program that exits by itself: says how, shows its last output, exits 1', async () => {
   writeFileSync(
     join(dir, 'quits.js'),
+    // It exits a moment after its first answer (run's readiness probe), not
+    // at a time from its start: on a loaded machine a start-up of 800 ms
+    // left no answer before that time, and its exit came in the middle of
+    // run's readiness checks instead of after them.
     `import http from 'node:http';
-http.createServer((q, r) => r.end(JSON.stringify({ pid: process.pid }))).listen(process.env.PORT);
-setTimeout(() => { console.error('giving up now'); process.exit(3); }, 800);
+let answered = false;
+http.createServer((q, r) => {
+  r.end(JSON.stringify({ pid: process.pid }));
+  if (answered) return;
+  answered = true;
+  setTimeout(() => { console.error('giving up now'); process.exit(3); }, 300);
+}).listen(process.env.PORT);
 `,
   );
   const cli = startIn(['run', '1', 'quits.js', '--port', '0'], dir);
