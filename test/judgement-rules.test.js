@@ -6,6 +6,7 @@ import { lateExits, lateExitFailure } from '../verify/shared/exits.js';
 import { startedTogether, startedTogetherFailure } from '../verify/shared/one-at-a-time.js';
 import { acceptDips, capacityFailure, DIP_TOLERANCE_MS } from '../verify/shared/capacity.js';
 import { scheduleFor, excusedBy, classify, SLACK_MS } from '../verify/shared/chaos.js';
+import { loopOutcome, expectCrashLoopContained, MAX_CONTAINED_DEATHS, QUICK_DEATH_MS } from '../verify/shared/crash-loop.js';
 
 const ok = (conn, seq, pid, start, end, extra = {}) => ({ conn, seq, path: '/', outcome: 'ok', status: 200, pid, start, end, reused: seq > 0, keepAlive: true, bytes: 50, ...extra });
 
@@ -367,5 +368,38 @@ describe('capacityFailure names a replacement that died during the dip, and then
   test('a replacement retired after the dip (a queued restart) is not named', () => {
     const f = capacityFailure({ ...base, alive: (pid) => pid !== 4 });
     expect(f.explanation).not.toMatch(/exited during/);
+  });
+});
+
+describe('the crash loop: only deaths the contract obliges a primary to count decide it', () => {
+  const quick = (n) => Array.from({ length: n }, (_, i) => 100 + i);
+  const slow = (n) => Array.from({ length: n }, () => QUICK_DEATH_MS + 300);
+  const failureOf = (loop) => {
+    const ctx = { data: { seed: 7 }, file: 'server.js', log() {}, fail: (message, d) => { throw Object.assign(new Error(message), d); } };
+    try {
+      expectCrashLoopContained(ctx, { survivors: [], recovered: true, startupDeaths: loop.lifetimes.length, ...loop, ...loopOutcome(loop) }, { workers: 3 });
+      return null;
+    } catch (err) {
+      return err;
+    }
+  };
+
+  test('a primary that stopped after 5 quick deaths and some slow ones it rightly did not count is contained', () => {
+    // In a CI run the solution saw 8 deaths of 266-1253 ms and stopped only after its 5th within 1 s.
+    expect(loopOutcome({ survivors: [], quiet: true, forkedForMs: 6000, lifetimes: [...quick(5), ...slow(4)] }).contained).toBe(true);
+  });
+
+  test('more quick deaths than a contained loop shows fail as kept forking', () => {
+    const err = failureOf({ survivors: [], quiet: false, forkedForMs: 2000, lifetimes: quick(MAX_CONTAINED_DEATHS + 1) });
+    expect(err.message).toMatch(/kept forking workers that die at start-up/);
+    expect(err.explanation).not.toMatch(/loaded/);
+  });
+
+  test('a loop still forking with mostly slow deaths is never a pass: it says it could not be judged, and why', () => {
+    const loop = { survivors: [], quiet: false, forkedForMs: 11000, lifetimes: [...quick(3), ...slow(7)] };
+    expect(loopOutcome(loop).tooSlowToJudge).toBe(true);
+    const err = failureOf(loop);
+    expect(err.message).toMatch(/could not be judged: the machine was too loaded/);
+    expect(err.actual).toMatch(/only 3 within 800 ms/);
   });
 });

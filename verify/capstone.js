@@ -290,7 +290,7 @@ export default {
           ctx.fail(`Process ${s.leftover.join(', ')} was still running after the primary exited.`, {
             expected: 'no worker left behind',
             actual: `${s.leftover.join(', ')} alive`,
-            explanation: `The primary must wait for every worker's 'exit' before it exits. ${replay}`,
+            explanation: `The primary must wait for every worker's 'exit' before it exits. Among the ways to exit too soon: exiting on 'disconnect' instead of 'exit', or counting the live workers in cluster.workers, which drops a worker as soon as it disconnects, before its process exits. ${replay}`,
           });
         }
         ctx.log(`new connections refused ${s.accepting.ms} ms after SIGTERM; exit code 0 after ${(s.ms / 1000).toFixed(2)} s; /slow answered 200; no respawn; nothing left`);

@@ -18,16 +18,21 @@ export const RECOVERY_WITHIN_MS = 8000;
 // still running this long after its fork ignores the file.
 export const POISON_SURVIVOR_MS = 6000;
 export const CRASH_LOOP_WITHIN_MS = 10_000;
-// Start-up deaths a contained loop may show: the 5 the lesson names, and two
+// Quick deaths a contained loop may show: the 5 the lesson names, and two
 // for a primary whose count runs a little late. One more decides the step,
 // and the verifier ends the loop there: a primary forking for the whole
 // window starves the machine, and on a loaded one its own heartbeat check
 // then kills healthy workers, which failed a program without crash-loop
 // protection at chaos instead of here.
 export const MAX_CONTAINED_DEATHS = 7;
-// A start-up death seen this late after its worker appeared may have come
-// after 1 s by the primary's clock (it forks before the verifier sees the pid).
-const SLOW_STARTUP_MS = 900;
+// A quick death: one the verifier saw within this long of its worker
+// appearing, so well within the lesson's 1 s by the primary's clock too (it
+// forks before the verifier sees the pid, and learns of the death after).
+// Only quick deaths count against a primary: in a CI run at about twice the
+// design load the poisoned workers lived 266-1253 ms, a correct primary
+// rightly did not count the ones past 1 s, and a count of every death
+// failed it at 8.
+export const QUICK_DEATH_MS = 800;
 
 const now = () => performance.now();
 const lifetimeRange = (ms) => (ms.length ? (ms[0] === ms.at(-1) ? `${ms[0]} ms` : `${ms[0]}-${ms.at(-1)} ms`) : '-');
@@ -41,6 +46,9 @@ const lifetimeRange = (ms) => (ms.length ? (ms[0] === ms.at(-1) ? `${ms[0]} ms` 
  */
 export async function crashLoopAndRecovery(chaos, event, { poisonFile, workers }) {
   const { ctx, say, faults, pickVictim, primaryAlive, diedAt } = chaos;
+  // From first seen to seen gone (sampled every 15 ms), in ms.
+  const lifetimeOf = (pid, firstSeen) => Math.round((diedAt.get(pid) ?? now()) - firstSeen);
+  const quickDeaths = (list) => list.filter(([pid, t]) => diedAt.has(pid) && lifetimeOf(pid, t) < QUICK_DEATH_MS).length;
   const victim = await pickVictim(event);
   const before = ctx.workers();
   writeFileSync(poisonFile, 'written by cluster-workshop verify: workers must fail to start while this file exists\n');
@@ -65,7 +73,7 @@ export async function crashLoopAndRecovery(chaos, event, { poisonFile, workers }
     // A worker alive this long after its fork ignores POISON_FILE.
     survivors = alive.filter(([, t]) => now() - t >= POISON_SURVIVOR_MS).map(([pid]) => pid);
     if (survivors.length) break;
-    if (list.length - alive.length > MAX_CONTAINED_DEATHS) break;
+    if (quickDeaths(list) > MAX_CONTAINED_DEATHS) break;
     const quiet = now() - lastActivity;
     if (list.length >= 4 && quiet >= CRASH_LOOP_QUIET_MS) break;
     if (now() - trigger >= CRASH_LOOP_WITHIN_MS + CRASH_LOOP_QUIET_MS) break;
@@ -76,11 +84,17 @@ export async function crashLoopAndRecovery(chaos, event, { poisonFile, workers }
   // From first seen to seen gone (sampled every 15 ms): what the primary's
   // "within 1 s of the fork" was measured against, shown in the log and the
   // failure so that a loop that was not counted can be told from one that was.
-  const lifetimes = dead.map(([pid, t]) => Math.round((diedAt.get(pid) ?? now()) - t)).sort((a, b) => a - b);
-  const contained =
-    !survivors.length && now() - lastActivity >= CRASH_LOOP_QUIET_MS && lastFork - trigger <= CRASH_LOOP_WITHIN_MS && deaths <= MAX_CONTAINED_DEATHS;
+  const lifetimes = dead.map(([pid, t]) => lifetimeOf(pid, t)).sort((a, b) => a - b);
+  const { contained, quickDeaths: quick, tooSlowToJudge } = loopOutcome({
+    survivors,
+    quiet: now() - lastActivity >= CRASH_LOOP_QUIET_MS,
+    forkedForMs: lastFork - trigger,
+    lifetimes,
+  });
   const loop = {
     startupDeaths: deaths,
+    quickDeaths: quick,
+    tooSlowToJudge,
     contained,
     survivors,
     lifetimes,
@@ -91,7 +105,7 @@ export async function crashLoopAndRecovery(chaos, event, { poisonFile, workers }
   say(
     survivors.length
       ? `worker ${survivors.join(', ')} started while the file existed and is still running`
-      : `${deaths} workers forked while the file existed died ${lifetimeRange(lifetimes)} after they appeared; ${contained ? `none after ${(loop.containedAfterMs / 1000).toFixed(1)} s` : `still forking after ${deaths} of them (the verifier stopped the loop here)`}`,
+      : `${deaths} workers forked while the file existed died ${lifetimeRange(lifetimes)} after they appeared (${quick} within ${QUICK_DEATH_MS} ms); ${contained ? `none after ${(loop.containedAfterMs / 1000).toFixed(1)} s` : `still forking after ${deaths} of them (the verifier stopped the loop here)`}`,
   );
 
   rmSync(poisonFile, { force: true });
@@ -125,6 +139,18 @@ export async function crashLoopAndRecovery(chaos, event, { poisonFile, workers }
   say(`after SIGUSR2, settled: ${settled.join(', ')}`);
 }
 
+/**
+ * What the watched loop shows. Contained: no survivor, quiet at the end, the
+ * last fork within CRASH_LOOP_WITHIN_MS, and no more quick deaths than a
+ * contained loop may show. Not contained with that few quick deaths, it was
+ * too slow to judge: its primary may be right not to count deaths past 1 s.
+ */
+export function loopOutcome({ survivors, quiet, forkedForMs, lifetimes }) {
+  const quickDeaths = lifetimes.filter((ms) => ms < QUICK_DEATH_MS).length;
+  const contained = !survivors.length && quiet && forkedForMs <= CRASH_LOOP_WITHIN_MS && quickDeaths <= MAX_CONTAINED_DEATHS;
+  return { contained, quickDeaths, tooSlowToJudge: !survivors.length && !contained && quickDeaths <= MAX_CONTAINED_DEATHS };
+}
+
 /** The crash-loop-contained step: fails on a worker that ignored the file, a loop not stopped, or no recovery. */
 export function expectCrashLoopContained(ctx, c, { workers }) {
   if (!c) ctx.fail('The crash loop never started: the chaos stopped before it.');
@@ -140,15 +166,24 @@ export function expectCrashLoopContained(ctx, c, { workers }) {
       showOutput: true,
     });
   }
+  if (!c.contained && c.tooSlowToJudge) {
+    // Not the program's fault for sure: say what was seen and what may explain it.
+    ctx.fail(`The crash loop could not be judged: the machine was too loaded (seed ${ctx.data.seed}).`, {
+      expected: `within ${CRASH_LOOP_WITHIN_MS / 1000} s of the first death, no new worker for ${CRASH_LOOP_QUIET_MS / 1000} s, or more than ${MAX_CONTAINED_DEATHS} workers dying within ${QUICK_DEATH_MS} ms of appearing`,
+      actual: `${c.startupDeaths} workers forked and died at start-up, each ${lifetimeRange(c.lifetimes ?? [])} after it appeared, only ${c.quickDeaths} within ${QUICK_DEATH_MS} ms; the primary was still forking ${((CRASH_LOOP_WITHIN_MS + CRASH_LOOP_QUIET_MS) / 1000).toFixed(1)} s after the first kill`,
+      explanation:
+        'Workers this slow to die may be past the lesson\'s 1 s by your primary\'s clock, and a primary that counts deaths within 1 s of the fork is right not to count them; a primary that counts no deaths at all keeps forking too. ' +
+        `Verify again on a quieter machine (close what else runs). Replay the same schedule: ${replayCommand(ctx)}`,
+      reproduce: [`touch /tmp/poison && POISON_FILE=/tmp/poison ...   # then: kill -9 <a worker pid>`],
+      showOutput: true,
+    });
+  }
   if (!c.contained) {
     ctx.fail(`The primary kept forking workers that die at start-up (seed ${ctx.data.seed}).`, {
       expected: `no new worker for ${CRASH_LOOP_QUIET_MS / 1000} s within ${CRASH_LOOP_WITHIN_MS / 1000} s of the first death: stop after 5 deaths within 1 s of starting in 10 s`,
-      actual: `${c.startupDeaths} workers forked and died at start-up, each ${lifetimeRange(c.lifetimes ?? [])} after it appeared${c.forkedUntilEnd ? ', and it was still forking when the verifier removed the file' : ''}`,
+      actual: `${c.startupDeaths} workers forked and died at start-up, each ${lifetimeRange(c.lifetimes ?? [])} after it appeared, ${c.quickDeaths} of them within ${QUICK_DEATH_MS} ms${c.forkedUntilEnd ? ', and it was still forking when the verifier removed the file' : ''}`,
       explanation:
         'A worker that dies at start-up will die again: respawning it at once only burns CPU and floods the logs. Count deaths that come within 1 s of the fork, in a 10 s window; at 5, log why and stop forking until SIGUSR2. ' +
-        (c.lifetimes?.filter((ms) => ms >= SLOW_STARTUP_MS).length > c.lifetimes?.length - 5
-          ? `On this machine most of them took ${SLOW_STARTUP_MS} ms or more to die: a primary counting deaths within 1 s of the fork may have missed them, because the machine was too loaded; if your count is like that, verify again on a quieter machine. `
-          : '') +
         `Replay the same schedule: ${replayCommand(ctx)}`,
       reproduce: [`touch /tmp/poison && POISON_FILE=/tmp/poison ...   # then: kill -9 <a worker pid>`],
       showOutput: true,
