@@ -396,10 +396,18 @@ describe('the crash loop: only deaths the contract obliges a primary to count de
   });
 
   test('a loop still forking with mostly slow deaths is never a pass: it says it could not be judged, and why', () => {
-    const loop = { survivors: [], quiet: false, forkedForMs: 11000, lifetimes: [...quick(3), ...slow(7)] };
+    const loop = { survivors: [], quiet: false, forkedForMs: 11000, lifetimes: [...quick(3), ...slow(7)], forkedUntilEnd: true };
     expect(loopOutcome(loop).tooSlowToJudge).toBe(true);
     const err = failureOf(loop);
     expect(err.message).toMatch(/could not be judged: the machine was too loaded/);
-    expect(err.actual).toMatch(/only 3 within 800 ms/);
+    expect(err.actual).toMatch(/only 3 within 800 ms; the primary was still forking/);
+  });
+
+  test('one that stopped, but only after the 10 s, is not called still forking', () => {
+    const loop = { survivors: [], quiet: true, forkedForMs: 10400, containedAfterMs: 10400, lifetimes: [...quick(4), ...slow(6)], forkedUntilEnd: false };
+    const err = failureOf(loop);
+    expect(err.message).toMatch(/could not be judged/);
+    expect(err.actual).toMatch(/its last fork came 10\.4 s after the kill/);
+    expect(err.actual).not.toMatch(/still forking/);
   });
 });

@@ -167,10 +167,10 @@ export function expectCrashLoopContained(ctx, c, { workers }) {
     });
   }
   if (!c.contained && c.tooSlowToJudge) {
-    // Not the program's fault for sure: say what was seen and what may explain it.
+    // Maybe the program's fault, maybe the load's: say what was seen and both possible causes.
     ctx.fail(`The crash loop could not be judged: the machine was too loaded (seed ${ctx.data.seed}).`, {
       expected: `within ${CRASH_LOOP_WITHIN_MS / 1000} s of the first death, no new worker for ${CRASH_LOOP_QUIET_MS / 1000} s, or more than ${MAX_CONTAINED_DEATHS} workers dying within ${QUICK_DEATH_MS} ms of appearing`,
-      actual: `${c.startupDeaths} workers forked and died at start-up, each ${lifetimeRange(c.lifetimes ?? [])} after it appeared, only ${c.quickDeaths} within ${QUICK_DEATH_MS} ms; the primary was still forking ${((CRASH_LOOP_WITHIN_MS + CRASH_LOOP_QUIET_MS) / 1000).toFixed(1)} s after the first kill`,
+      actual: `${c.startupDeaths} workers forked and died at start-up, each ${lifetimeRange(c.lifetimes ?? [])} after it appeared, only ${c.quickDeaths} within ${QUICK_DEATH_MS} ms; ${c.forkedUntilEnd ? 'the primary was still forking when the verifier stopped watching' : `its last fork came ${(c.containedAfterMs / 1000).toFixed(1)} s after the kill that started the loop`}`,
       explanation:
         'Workers this slow to die may be past the lesson\'s 1 s by your primary\'s clock, and a primary that counts deaths within 1 s of the fork is right not to count them; a primary that counts no deaths at all keeps forking too. ' +
         `Verify again on a quieter machine (close what else runs). Replay the same schedule: ${replayCommand(ctx)}`,
