@@ -11,7 +11,10 @@
 // - everything that is not a catalogue (course, harness, CLI, classroom) in
 //   two pieces (jest --shard);
 // - with NODE_VERSIONS="22 24" (CI sets it), a piece per major for the tests
-//   whose outcome depends on the Node version (.ci/node-versions.sh).
+//   whose outcome depends on the Node version (.ci/node-versions.sh);
+// - after the lanes, alone on the machine: the tests that assert a verify
+//   ends what a killed one left (ALONE_FILES), which another lane's verify
+//   could end first.
 // Before any piece the plan is printed; when the catalogues it needs would
 // take CI past its budget, npm test stops there, with the command that
 // proves them (ci-plan.js), rather than at CI's time limit.
@@ -36,8 +39,16 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const jest = ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js'];
 const LANES = 3;
 // The tests whose outcome depends on the Node version (README, "Requirements").
-const NODE_VERSION_TESTS = 'test/course.test.js test/harness- test/run- test/watch.test.js test/interrupt-signals.test.js';
+const NODE_VERSION_TESTS = 'test/course.test.js test/harness- test/run- test/watch.test.js';
 const CATALOGUE_FILES = 'test/mistakes(-daemons)?\\.test\\.js';
+// Tests that kill a verify and assert that the next verify ends what it left.
+// Every verify starts by ending such leftovers on the whole machine, so a
+// verify of another lane (the catalogues run them back to back) can end them
+// first, and the assertion fails (it did in a clean-clone CI run). They run
+// after the lanes, alone: on the machine's Node, and interrupt-signals (it
+// depends on the Node version too) on each of NODE_VERSIONS.
+const ALONE_FILES = ['test/interrupt-signals.test.js', 'test/beyond-one-machine-teardown.test.js'];
+const ALONE_NODE_VERSION_TESTS = 'test/interrupt-signals.test.js';
 
 const args = process.argv.slice(2);
 const majors = (process.env.NODE_VERSIONS ?? '').split(/[\s,]+/).filter(Boolean);
@@ -94,7 +105,7 @@ async function runSuite() {
     // Everything that is not a catalogue (course, harness, CLI, classroom), in
     // two halves by jest's --shard: in one piece it ran 1407 s, the longest
     // lane of a 26-minute CI run.
-    ...[1, 2].map((k) => jestPiece(`main ${k}/2`, 700, [`--shard=${k}/2`, '--testPathIgnorePatterns', CATALOGUE_FILES])),
+    ...[1, 2].map((k) => jestPiece(`main ${k}/2`, 700, [`--shard=${k}/2`, '--testPathIgnorePatterns', CATALOGUE_FILES, ...ALONE_FILES])),
     ...majors.map((major) => ({
       name: `node ${major}`,
       weight: 450,
@@ -144,6 +155,17 @@ async function runSuite() {
 
   const started = performance.now();
   await Promise.all(Array.from({ length: Math.min(LANES, queue.length) }, lane));
+  // Then, one at a time with nothing else running: ALONE_FILES.
+  const alone = [
+    jestPiece('alone', 0, ALONE_FILES),
+    ...majors.map((major) => ({
+      name: `alone, node ${major}`,
+      command: 'bash',
+      args: ['.ci/node-versions.sh', major],
+      env: { NODE_VERSION_TESTS: ALONE_NODE_VERSION_TESTS, JEST_JSON: join(results, `${slug(`alone, node ${major}`)}.json`) },
+    })),
+  ];
+  for (const piece of alone) if (!stopping) await run(piece);
   const failedPieces = ended.filter((e) => e.code !== 0);
   console.log(`\nnpm test: ${ended.length} pieces in ${Math.round((performance.now() - started) / 1000)} s, ${failedPieces.length} failed`);
   console.log(summary(ended.map((e) => ({ name: e.piece.name, code: e.code, report: readReport(e.piece.name) }))));
