@@ -2,7 +2,7 @@
 // required check passes (exit 0); an optional check that fails (Redis) only
 // warns; a required one that fails (an unwritable workspace) says the fix
 // and exits 1.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -60,4 +60,18 @@ test('nginx for the beyond-one-machine lesson: found, it says which; missing (NG
   expect(r.code).toBe(0); // optional: a warning, not a failure
   expect(r.out).toMatch(/! nginx is not installed; only lesson \d+ \(beyond-one-machine\) needs it, and it is optional/);
   expect(r.out).toMatch(/fix: (Debian\/Ubuntu: sudo apt-get install nginx|brew install nginx redis)/);
+});
+
+test("PM2's fix is a command that works now: before the workspace exists it installs into the folder it will be made in", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cw-doctor-pm2-'));
+  try {
+    const before = await doctor(['doctor', '--dir', join(dir, 'cluster-workshop')]);
+    expect(before.out).toContain(`fix: npm install --prefix ${dir} pm2`);
+    expect(before.out).not.toContain(`cd ${join(dir, 'cluster-workshop')}`);
+    mkdirSync(join(dir, 'cluster-workshop'));
+    const after = await doctor(['doctor', '--dir', join(dir, 'cluster-workshop')]);
+    expect(after.out).toContain(`fix: cd ${join(dir, 'cluster-workshop')} && npm install pm2`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

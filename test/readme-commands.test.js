@@ -1,5 +1,5 @@
 // README's two commands from a clone, and its offline route, are the ones
-// that work: npm start starts the workshop (here without a terminal: the
+// that work: npm ci && npm start starts the workshop (here without a terminal: the
 // lessons and how to begin), test:all installs from the lockfile with npm ci
 // (checked on a clean clone by hand, see the commit), and the offline route
 // is the one test/install-routes.test.js drives from a lesson folder.
@@ -12,11 +12,12 @@ const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const twoCommands = readme.split('## Two commands')[1].split('\n## ')[0];
 
-test('the two commands: npx cluster-workshop, and npm start from a clone', () => {
-  expect(twoCommands).toMatch(/```sh\nnpx cluster-workshop\n```/);
-  expect(twoCommands).toMatch(/```sh\nnpm start\n```/);
-  expect(twoCommands).toMatch(/```sh\nnpm run test:all\n```/);
+test('the two commands work from a clone: npm ci && npm start, and npm run test:all; the registry route says it does not work yet', () => {
+  const blocks = [...twoCommands.matchAll(/```sh\n([^`]*)```/g)].map(([, body]) => body.trim());
+  expect(blocks).toEqual(['npm ci && npm start', 'npm run test:all']);
+  expect(pkg.scripts.start).toBe('node bin/cluster-workshop.js');
   expect(pkg.scripts['test:all']).toMatch(/^npm ci\b/);
+  expect(twoCommands).toMatch(/`npx cluster-workshop`\. This\s+works once the package is published there; it is not yet/);
 });
 
 test('npm start in the clone starts the workshop', () => {

@@ -1,11 +1,11 @@
 // Turning the [lesson] and [file] arguments into a lesson and a path, with
 // messages that say what to type instead.
 import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { findLesson, loadLessons } from '../manifest.js';
 import { UsageError } from './errors.js';
 import { Progress, workspaceDir } from '../progress.js';
-import { lessonFile } from '../workspace.js';
+import { lessonFile, lessonFolder } from '../workspace.js';
 import { cliName } from '../invocation.js';
 
 export function lessonFrom(name, { dir, env = process.env, cwd = process.cwd() } = {}) {
@@ -25,16 +25,41 @@ export function lessonFrom(name, { dir, env = process.env, cwd = process.cwd() }
   return lesson;
 }
 
-/** The learner's file for a lesson: the given path, else the workspace's copy. */
-export function fileFrom(lesson, file, { dir, env = process.env, cwd = process.cwd() } = {}) {
-  const path = file !== undefined ? resolve(cwd, file) : lessonFile(workspaceDir(dir, env, cwd), lesson);
-  if (!existsSync(path)) {
-    throw new UsageError(
-      file !== undefined
-        ? `There is no file at ${path}. Give the path of your program, for example: ${cliName()} verify ${lesson.id} server.js`
-        : `No file given and none in the workspace (${path}). Put the starter there with \`${cliName()} start ${lesson.number}\`, or give the path of your program: ${cliName()} verify ${lesson.id} <file>`,
-    );
+/**
+ * The learner's file for a lesson: the given path, else the workspace's copy.
+ * A relative path that is not where the learner is, but is in the lesson's
+ * folder of the workspace, is that one: the lesson texts say `verify <id>
+ * server.js`, and a learner types it in the workspace's top folder too.
+ * `tell` hears which file was taken then, so the learner is never left to
+ * guess; `command` names the command in the messages (verify, run, bench).
+ */
+export function fileFrom(lesson, file, { dir, env = process.env, cwd = process.cwd(), command = 'verify', tell = () => {} } = {}) {
+  const workspace = workspaceDir(dir, env, cwd);
+  if (file === undefined) {
+    const path = lessonFile(workspace, lesson);
+    if (!existsSync(path)) {
+      throw new UsageError(
+        `No file given and none in the workspace (${path}). Put the starter there with \`${cliName()} start ${lesson.id}\`, or give the path of your program: ${cliName()} ${command} ${lesson.id} <file>`,
+      );
+    }
+    return regularFile(path);
   }
+  const path = resolve(cwd, file);
+  if (existsSync(path)) return regularFile(path);
+  const inLesson = isAbsolute(file) ? undefined : join(lessonFolder(workspace, lesson), file);
+  if (inLesson && existsSync(inLesson)) {
+    tell(`${file} is not in ${resolve(cwd)}: taking the ${lesson.id} lesson's ${inLesson}\n`);
+    return regularFile(inLesson);
+  }
+  const looked = inLesson ? `, nor in the ${lesson.id} lesson's folder of your workspace (${inLesson})` : '';
+  const own = lessonFile(workspace, lesson);
+  const instead = existsSync(own)
+    ? `your workspace's file for this lesson is ${own}: \`${cliName()} ${command === 'bench' ? `bench --lesson ${lesson.id}` : `${command} ${lesson.id}`}\` with no file takes it`
+    : `\`${cliName()} start ${lesson.id}\` puts the lesson's starter in ${own}`;
+  throw new UsageError(`There is no file at ${path}${looked}. Give your program's path from this folder, or an absolute one; ${instead}.`);
+}
+
+function regularFile(path) {
   if (!statSync(path).isFile()) throw new UsageError(`${path} is a folder; give the path of your program's .js file.`);
   return path;
 }

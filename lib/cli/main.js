@@ -75,7 +75,7 @@ export async function main(argv, io = defaultIo()) {
         strict: true,
       });
     } catch (err) {
-      throw new UsageError(`${err.message}\n\n${command.usage}`);
+      throw new UsageError(`${optionProblem(err, name, command.options)}\n\n${command.usage}`);
     }
     if (parsed.values.help) {
       io.out(`${command.usage}\n`);
@@ -83,18 +83,40 @@ export async function main(argv, io = defaultIo()) {
     }
     return (await command.run(parsed.values, parsed.positionals, io)) ?? EXIT.ok;
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.err(`${err.message}\n`);
-      return EXIT.usage;
-    }
+    // Asked for JSON (verify --json), a script gets JSON on stdout whatever went wrong; the words go to stderr too.
+    const fail = (exitCode, kind, message) => {
+      io.err(message);
+      if (wantsJson(argv)) io.out(`${JSON.stringify({ passed: false, error: { kind, message: message.trim() }, exitCode }, null, 2)}\n`);
+      return exitCode;
+    };
+    if (err instanceof UsageError) return fail(EXIT.usage, 'usage', `${err.message}\n`);
     // A folder the learner cannot write (a read-only home, a full disk) is not a bug: say which and what to do.
     if (FILE_SYSTEM_CODES.has(err?.code) && err.path) {
-      io.err(`cluster-workshop cannot write ${err.path} (${err.code}${err.syscall ? ` on ${err.syscall}` : ''}).\nRun it in a folder you can write to, or choose one with --dir <folder>.\n`);
-      return EXIT.usage;
+      return fail(EXIT.usage, 'file-system', `cluster-workshop cannot write ${err.path} (${err.code}${err.syscall ? ` on ${err.syscall}` : ''}).\nRun it in a folder you can write to, or choose one with --dir <folder>.\n`);
     }
-    io.err(`cluster-workshop hit an unexpected error. This is a bug: please report it with this output.\n${err?.stack ?? err}\n`);
-    return EXIT.internal;
+    return fail(EXIT.internal, 'internal', `cluster-workshop hit an unexpected error. This is a bug: please report it with this output.\n${err?.stack ?? err}\n`);
   }
+}
+
+/** --json among the options (not after `--`, where it would be a file's name). */
+const wantsJson = (argv) => {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+};
+
+/** parseArgs's complaint, in our words: which option, and the ones the command has. */
+function optionProblem(err, command, options = {}) {
+  const known = ['--help', ...Object.entries(options).map(([option, { type }]) => (type === 'string' ? `--${option} <value>` : `--${option}`))].join(', ');
+  const option = /'(-[^' ]+)/.exec(err.message)?.[1];
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
+    return `${command} has no option ${option}. Its options: ${known}.`;
+  }
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
+    return options[option.replace(/^-+/, '')]?.type === 'string'
+      ? `${option} needs a value, as in ${option} <value>.`
+      : `${option} takes no value. Its options: ${known}.`;
+  }
+  return err.message;
 }
 
 export function defaultIo() {

@@ -49,7 +49,7 @@ chart of requests per second over the run.
 Exit code: 0 when every program ran, 1 when one failed to start or answer, 2 usage error.`;
 
 export async function run(values, [file], io) {
-  const where = { dir: values.dir, env: io.env, cwd: io.cwd };
+  const where = { dir: values.dir, env: io.env, cwd: io.cwd, tell: io.out };
   const style = makeStyle(colorEnabled(io.stdout, io.env));
   const { lesson, single, targets } = await chooseTargets(values, file, where);
   const route = benchRoute(values, lesson, single);
@@ -106,7 +106,7 @@ async function chooseTargets(values, file, where) {
     await add('yours, lesson 1', baseline, single, 'yours');
   }
   let mine = null;
-  if (file !== undefined) mine = fileFrom(lesson, file, where);
+  if (file !== undefined) mine = fileFrom(lesson, file, { ...where, command: 'bench', tell: where.tell });
   else if (!values.reference || values.compare) mine = workspaceFile(lesson, where, `No file given and no lesson ${lesson.number} file in your workspace. Name your program: cluster-workshop bench <file>.`);
   else mine = tryWorkspaceFile(lesson, where);
   if (mine) await add(values.compare ? 'yours, clustered' : `yours (lesson ${lesson.number})`, mine, lesson, 'yours');

@@ -279,7 +279,11 @@ async function checkPm2({ dir }) {
   return {
     status: 'fail',
     text: `PM2 is not installed in the workspace ${dir}; only ${lessonRef('process-manager')} needs it, and it is optional`,
-    fix: `cd ${dir} && npm install pm2   (PM2 is AGPL-3.0; the workshop does not install it for you)`,
+    // Before the first `start` there is no workspace to cd into: the folder it
+    // will be made in works as well, as a program finds PM2 in any folder above.
+    fix: existsSync(dir)
+      ? `cd ${dir} && npm install pm2   (PM2 is AGPL-3.0; the workshop does not install it for you)`
+      : `npm install --prefix ${dirname(dir)} pm2   (your workspace, ${dir}, is not made yet: its programs find PM2 in the folder above it too; PM2 is AGPL-3.0, the workshop does not install it for you)`,
   };
 }
 

@@ -40,7 +40,7 @@ your program stopped by itself or never answered, 2 usage error.`;
 
 export async function run(values, [name, file], io) {
   const lesson = lessonFrom(name, { dir: values.dir, env: io.env, cwd: io.cwd });
-  const path = fileFrom(lesson, file, { dir: values.dir, cwd: io.cwd });
+  const path = fileFrom(lesson, file, { dir: values.dir, env: io.env, cwd: io.cwd, command: 'run', tell: io.out });
   const wanted = parsePort(values.port);
   const verifier = await loadVerifier(lesson);
   const env = lessonEnvOf(verifier);

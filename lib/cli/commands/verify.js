@@ -27,7 +27,7 @@ Exit code: 0 passed, 1 failed, 2 usage error (unknown lesson, missing file),
 
 export async function run(values, [name, file], io) {
   const lesson = lessonFrom(name, { dir: values.dir, env: io.env, cwd: io.cwd });
-  const path = fileFrom(lesson, file, { dir: values.dir, env: io.env, cwd: io.cwd });
+  const path = fileFrom(lesson, file, { dir: values.dir, env: io.env, cwd: io.cwd, tell: values.json ? io.err : io.out });
   const options = values.seed === undefined ? {} : { seed: seedFrom(values.seed) };
   const reporter = values.json
     ? new SilentReporter()

@@ -52,7 +52,7 @@ export async function run(values, [name, file], io) {
   const where = { dir: values.dir, env: io.env, cwd: io.cwd };
   const explicitFile = file !== undefined;
   let lesson = lessonFrom(name, where);
-  let path = fileFrom(lesson, file, where);
+  let path = fileFrom(lesson, file, { ...where, command: 'watch', tell: io.out });
   const dir = workspaceDir(values.dir, io.env, io.cwd);
   const color = colorEnabled(io.stdout, io.env);
   const style = makeStyle(color);
