@@ -165,11 +165,19 @@ export default {
       title: 'a body that is not a JSON object gets 400 and changes nothing',
       async run(ctx) {
         const latest = ctx.data.config;
-        for (const body of ['{"color": "bro', '[1, 2, 3]', '"just a string"', 'null']) {
+        // Each body with how the message names it: the first is JSON cut short on
+        // purpose, and quoted bare it read as the message's own words cut mid-word.
+        const bodies = [
+          ['{"color": "bro', "the JSON cut short '{\"color\": \"bro'"],
+          ['[1, 2, 3]', "the array '[1, 2, 3]'"],
+          ['"just a string"', "the string '\"just a string\"'"],
+          ['null', "the body 'null'"],
+        ];
+        for (const [body, named] of bodies) {
           const r = await ctx.request('/config', { method: 'POST', body, timeoutMs: 3000 });
           const reproduce = `curl -s -X POST -H 'content-type: application/json' -d '${body}' http://127.0.0.1:${ctx.port}/config`;
           if (r.ok && r.status !== 400) {
-            ctx.fail(`POST /config with the body ${body} answered status ${r.status}.`, {
+            ctx.fail(`POST /config with ${named} answered status ${r.status}.`, {
               expected: 'status 400: the body is not a JSON object',
               actual: `status ${r.status}, body ${r.text.slice(0, 200)}`,
               explanation: body.startsWith('[')
@@ -180,7 +188,7 @@ export default {
             });
           }
           if (r.ok && r.status === 400 && r.pid === undefined) {
-            ctx.fail(`POST /config with the body ${body} answered 400, but not JSON with "pid".`, {
+            ctx.fail(`POST /config with ${named} answered 400, but not JSON with "pid".`, {
               expected: 'status 400 with a JSON body such as { "pid": 1234, "error": "..." }',
               actual: `body ${r.text.slice(0, 200)}`,
               explanation: "express.json() passes a body it cannot parse to express's default error handler, which answers an HTML page. Every response carries pid, errors too.",
