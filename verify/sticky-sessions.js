@@ -34,11 +34,13 @@ const BEHIND = 5;
 const ROUNDS = 5;
 const HANGS_EXPLANATION =
   'A connection the primary accepted never reached a worker that reads it. Usually the server in the primary was created without pauseOnConnect: true, so the primary reads the first bytes of the request itself, and those bytes are lost when the socket moves to the worker, which then waits forever for a request.';
+// The failures' hints say where to look, never the code: the lesson's graded
+// hints (cluster-workshop hint) are the ladder to it.
 const HANGS_HINT =
-  "net.createServer({ pauseOnConnect: true }, (socket) => worker.send('sticky:connection', socket)); in the worker: server.emit('connection', socket); socket.resume().";
+  'the primary accepts each connection without reading from it (pauseOnConnect) and hands the socket to a worker, whose http server must be given it and must resume it.';
 
 const PICK_BY_ADDRESS =
-  'in the primary, pick the worker from the client\'s address alone: workers[hash(socket.remoteAddress) % workers.length], with the server created as net.createServer({ pauseOnConnect: true }, ...).';
+  "in the primary, choose the worker from what stays the same for a client from one connection to the next: its address, never its port or whose turn it is.";
 
 export default {
   env: { WORKERS: String(WORKERS) },
