@@ -1,6 +1,6 @@
 // The rolling-restart lesson (rolling-restart): on SIGUSR2, replace every worker, one at a
 // time, without a failed request and without ever running fewer workers.
-// This is the graceful-shutdown lesson's program (graceful shutdown), with retire() ready to use.
+// This is the graceful-shutdown lesson's program (graceful shutdown), with a retire() helper.
 // Run it:    PORT=3000 WORKERS=3 node server.js
 // Check it:  {{cli}} verify rolling-restart server.js
 import cluster from 'node:cluster';
@@ -9,7 +9,7 @@ import express from 'express';
 
 const workerCount = Number(process.env.WORKERS) || os.availableParallelism();
 const port = Number(process.env.PORT) || 3000;
-const DRAIN_LIMIT_MS = 10_000;
+const SHUTDOWN_TIMEOUT = Number(process.env.SHUTDOWN_TIMEOUT) || 10_000;
 
 if (cluster.isPrimary) {
   let shuttingDown = false;
@@ -20,14 +20,20 @@ if (cluster.isPrimary) {
   const fork = () => {
     const worker = cluster.fork();
     live.add(worker);
+    // TODO: listen for 'error' on every worker you fork (worker.on('error', ...)):
+    // disconnecting a worker that has just died emits one, and an 'error'
+    // nobody listens for crashes the primary.
     return worker;
   };
 
   // Stop a worker gracefully: it takes no new connections, finishes the ones
-  // it has, and exits; killed if it has not exited within the limit.
+  // it has, and exits; killed if it is still alive 500 ms after SHUTDOWN_TIMEOUT.
   const retire = (worker) => {
+    // TODO: tell the worker first (worker.send('shutdown'), when
+    // worker.isConnected()): it starts its own SHUTDOWN_TIMEOUT deadline
+    // (messages arrive in order, so it gets this before the disconnect).
     worker.disconnect();
-    const timer = setTimeout(() => worker.process.kill('SIGKILL'), DRAIN_LIMIT_MS).unref();
+    const timer = setTimeout(() => worker.process.kill('SIGKILL'), SHUTDOWN_TIMEOUT + 500).unref();
     worker.process.once('exit', () => clearTimeout(timer));
   };
 
@@ -67,7 +73,7 @@ if (cluster.isPrimary) {
   process.on('SIGINT', () => {});
   // TODO: ignore SIGTERM too (systemd sends it to the whole group), and once
   // the server no longer listens (retired), answer with Connection: close so
-  // keep-alive clients leave; the primary listens for 'error' on every worker.
+  // keep-alive clients leave.
 
   const app = express();
 
@@ -80,8 +86,11 @@ if (cluster.isPrimary) {
     setTimeout(() => res.json({ pid: process.pid, ms }), ms);
   });
 
-  app.listen(port, (err) => {
+  const server = app.listen(port, (err) => {
     if (err) throw err;
     console.log(`worker ${process.pid} listening on http://localhost:${port}`);
   });
+
+  // TODO: when the primary says 'shutdown', start the worker's own deadline:
+  // server.closeAllConnections() SHUTDOWN_TIMEOUT later (a timer with .unref()).
 }

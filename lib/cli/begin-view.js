@@ -24,7 +24,7 @@ export function showBegun(lesson, begun, { io, dirFlag }) {
   }
   io.out(`
   read the lesson:  ${cmd('print', lesson.number)}
-  try it yourself:  cd ${quote(shownPath(begun.folder, io.cwd))} && PORT=${DEFAULT_PORT} node server.js
+  try it yourself:  cd ${quote(begun.folder)} && PORT=${DEFAULT_PORT} node server.js
   verify it:        ${style.bold(cmd('verify'))}
   stuck?            ${cmd('hint')}
 `);

@@ -1,7 +1,7 @@
 // `doctor`: is this machine ready for the workshop? One line per check, with
 // the fix for each failure. Instructors run it on every laptop before class.
-// Exit 0 when every required check passes; optional ones (Redis for lesson 8,
-// extra loopback addresses for lesson 9) only warn.
+// Exit 0 when every required check passes; optional ones (Redis for the redis-state lesson,
+// extra loopback addresses for sticky-sessions) only warn.
 import { availableParallelism } from 'node:os';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -27,10 +27,10 @@ Checks that this machine can run the workshop, one line each, with the fix
 for anything that fails: the Node.js version, the cores available, that a
 port can be bound, that signals and the process table work, that the
 workshop's packages load, that the workspace is writable, and (optional)
-extra loopback addresses for lesson 9, Redis for lesson 8, a PID
-namespace and taskset for the containers lesson, PM2 in the workspace
-for the process-manager lesson, and nginx (with Redis and loopback
-addresses) for the beyond-one-machine lesson.
+extra loopback addresses for the sticky-sessions lesson, Redis for the
+redis-state lesson, a PID namespace and taskset for the containers lesson,
+PM2 in the workspace for the process-manager lesson, and nginx (with Redis
+and loopback addresses) for the beyond-one-machine lesson.
 
 Exit code: 0 when every required check passes (warnings allowed), 1 otherwise.`;
 
