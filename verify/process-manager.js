@@ -135,9 +135,13 @@ const instances = {
   title: 'PM2 runs exactly WORKERS instances as cluster workers, and each answers',
   timeoutMs: ALL_STARTED_MS + 10000,
   async run(ctx) {
-    const r = await ctx.waitForWorkers(WORKERS, { timeoutMs: ALL_STARTED_MS });
+    // An app in fork mode never gets cluster workers, however long one waits:
+    // PM2's list says so at once (the app answered, so PM2 has listed it).
+    const first = await pm2Settings(ctx);
+    const inForkMode = first.length > 0 && first.every((p) => p.pm2_env?.exec_mode === 'fork_mode');
+    const r = inForkMode ? { ok: false, value: [] } : await ctx.waitForWorkers(WORKERS, { timeoutMs: ALL_STARTED_MS });
     if (!r.ok) {
-      const list = await pm2Settings(ctx);
+      const list = inForkMode ? first : await pm2Settings(ctx);
       const modes = [...new Set(list.map((p) => p.pm2_env?.exec_mode))].join(', ');
       const children = listProcesses().filter((p) => p.ppid === ctx.primaryPid && !r.value.includes(p.pid));
       const forkMode = modes.includes('fork');
