@@ -1,7 +1,7 @@
 // `bench`, run as a real CLI: --compare loads a single-process server and a
 // clustered one in turn and prints them side by side (table, chart, the
 // explanation about cores), with no failed request from correct programs
-// and no process left; a route the program lacks and a missing lesson-1
+// and no process left; a route the program lacks and a missing bottleneck
 // file are explained.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,9 +22,9 @@ test('--compare: one process against the cluster, side by side, with a chart and
   const r = await benchIn(['bench', clustered, '--compare', '--baseline', single, '--lesson', 'respawn', '--duration', '1', '--connections', '4'], tmpdir());
   expect(r.code).toBe(0);
   // Progress while it runs, then one table row per program: WORKERS, req/s, p50, p90, p99, max, errors.
-  expect(r.out).toMatch(/yours, lesson 1: \[[#.]+\]/);
+  expect(r.out).toMatch(/yours, bottleneck: \[[#.]+\]/);
   const row = (label) => new RegExp(`^  ${label}\\s+(\\S+)\\s+(\\d+)\\s+\\d+ ms\\s+\\d+ ms\\s+\\d+ ms\\s+\\d+ ms\\s+(\\d+)$`, 'm').exec(r.out);
-  const one = row('yours, lesson 1');
+  const one = row('yours, bottleneck');
   const many = row('yours, clustered');
   expect(one).not.toBeNull();
   expect(many).not.toBeNull();
@@ -33,12 +33,12 @@ test('--compare: one process against the cluster, side by side, with a chart and
   expect(Number(many[2])).toBeGreaterThan(0);
   expect([one[3], many[3]]).toEqual(['0', '0']); // correct programs fail no request
   expect(r.out).toMatch(/yours, clustered\s+│[^│]+│ peak \d+\/s/);
-  expect(r.out).toMatch(/with WORKERS=3 did \d+\.\dx yours, lesson 1/);
+  expect(r.out).toMatch(/with WORKERS=3 did \d+\.\dx yours, bottleneck/);
   expect(r.out).toMatch(/This machine has \d+ cores?|more than \d+ cores? can give/);
   expect(leftBy(r.pid)).toEqual([]);
 });
 
-test('explains a route the program does not have, and a --compare with no lesson-1 server', async () => {
+test('explains a route the program does not have, and a --compare with no bottleneck server', async () => {
   const clustered = findLesson('fork').paths.solution;
   const missing = await benchIn(['bench', clustered, '--path', '/nope', '--duration', '1'], tmpdir());
   expect(missing.code).toBe(1);
@@ -49,7 +49,7 @@ test('explains a route the program does not have, and a --compare with no lesson
   const empty = mkdtempSync(join(tmpdir(), 'cw-bench-'));
   const usage = await benchIn(['bench', clustered, '--compare'], empty);
   expect(usage.code).toBe(2);
-  expect(usage.out).toMatch(/--compare needs your lesson-1 server.*--baseline/);
+  expect(usage.out).toMatch(/--compare needs your bottleneck server.*--baseline/);
 });
 
 test('each lesson is benched on its manifest route; --compare from a lesson without /heavy compares on GET / and says so', async () => {
@@ -59,7 +59,7 @@ test('each lesson is benched on its manifest route; --compare from a lesson with
   const r = await benchIn(['bench', graceful.paths.solution, '--compare', '--baseline', single, '--lesson', 'graceful-shutdown', '--duration', '1', '--connections', '4'], tmpdir());
   expect(r.code).toBe(0);
   expect(r.out).toMatch(/Benchmark: GET \/, /);
-  expect(r.out).toMatch(/Comparing "yours, lesson 1" and "yours, clustered", on GET \/: lesson \d+ \(graceful-shutdown\) has GET \/slow and your lesson-1 server has GET \/heavy/);
+  expect(r.out).toMatch(/Comparing "yours, bottleneck" and "yours, clustered", on GET \/: lesson \d+ \(graceful-shutdown\) has GET \/slow and your bottleneck server has GET \/heavy/);
   expect(r.out).not.toMatch(/did not answer 200/);
   expect(leftBy(r.pid)).toEqual([]);
 

@@ -14,7 +14,7 @@ export function lessonFrom(name, { dir, env = process.env, cwd = process.cwd() }
     const current = progress.state.current && findLesson(progress.state.current);
     if (current) return current;
     throw new UsageError(
-      `You have no current lesson yet: start one with \`${cliName()} start\` (lesson 1), or name a lesson by number or id, for example: ${cliName()} verify 1 server.js (${cliName()} list shows them).`,
+      `You have no current lesson yet: start one with \`${cliName()} start\` (the first lesson), or name a lesson by number or id, for example: ${cliName()} verify 1 server.js (${cliName()} list shows them).`,
     );
   }
   const lesson = findLesson(name);

@@ -1,5 +1,5 @@
 // `bench`: requests per second and latency of the learner's program under
-// autocannon, alone, against their lesson-1 server (--compare), or against
+// autocannon, alone, against their bottleneck server (--compare), or against
 // the reference solutions (--reference), side by side with a chart, and
 // what the figures mean on a machine with C cores. One program runs at a
 // time: the machine's cores are the thing being measured.
@@ -36,8 +36,8 @@ shows requests per second, latency percentiles and errors side by side, with a
 chart of requests per second over the run.
 
   file            your clustered program; default: your current lesson's file
-  --compare       also your lesson-1 server (one process), to see what the cluster buys
-  --baseline <f>  the single-process server for --compare (default: lesson 1 in your workspace)
+  --compare       also your bottleneck server (one process), to see what the cluster buys
+  --baseline <f>  the single-process server for --compare (default: the bottleneck lesson's file in your workspace)
   --reference     also the reference solutions of the same lessons
   --lesson <l>    whose environment to start it with (default: your current lesson, else 2)
   --workers <n>   WORKERS for clustered programs (default: the lesson's, as verify uses)
@@ -102,8 +102,8 @@ async function chooseTargets(values, file, where) {
     targets.push({ label, file: path, verifier, packages: forLesson.packages, kind, clustered: verifier.clustered !== false });
   };
   if (values.compare) {
-    const baseline = values.baseline !== undefined ? existing(resolve(where.cwd, values.baseline), '--baseline') : workspaceFile(single, where, '--compare needs your lesson-1 server: start lesson 1 in your workspace, or give it with --baseline <file>.');
-    await add('yours, lesson 1', baseline, single, 'yours');
+    const baseline = values.baseline !== undefined ? existing(resolve(where.cwd, values.baseline), '--baseline') : workspaceFile(single, where, '--compare needs your bottleneck server: start the bottleneck lesson in your workspace, or give it with --baseline <file>.');
+    await add(`yours, ${single.id}`, baseline, single, 'yours');
   }
   let mine = null;
   if (file !== undefined) mine = fileFrom(lesson, file, { ...where, command: 'bench', tell: where.tell });
@@ -111,7 +111,7 @@ async function chooseTargets(values, file, where) {
   else mine = tryWorkspaceFile(lesson, where);
   if (mine) await add(values.compare ? 'yours, clustered' : `yours (lesson ${lesson.number})`, mine, lesson, 'yours');
   if (values.reference) {
-    if (values.compare || !mine) await add('reference, lesson 1', single.paths.solution, single, 'reference');
+    if (values.compare || !mine) await add(`reference, ${single.id}`, single.paths.solution, single, 'reference');
     if (lesson.number !== 1 || !values.compare) await add(`reference, lesson ${lesson.number}`, lesson.paths.solution, lesson, 'reference');
   }
   return { lesson, single, targets };
@@ -120,7 +120,7 @@ async function chooseTargets(values, file, where) {
 /**
  * The route to load and why that one: --path, else the lesson's bench route
  * from its manifest entry. --compare needs a route both programs have: the
- * lesson's, when lesson 1 has the same one (/heavy), else GET /, which every
+ * lesson's, when the bottleneck lesson has the same one (/heavy), else GET /, which every
  * lesson's program answers.
  */
 export function benchRoute(values, lesson, single) {
@@ -134,7 +134,7 @@ export function benchRoute(values, lesson, single) {
     return {
       path: '/',
       why:
-        `lesson ${lesson.number} (${lesson.id}) has ${mine ? `GET ${pathOf(mine)}` : 'no bench route'} and your lesson-${single.number} server has ${base ? `GET ${pathOf(base)}` : 'none'}, ` +
+        `lesson ${lesson.number} (${lesson.id}) has ${mine ? `GET ${pathOf(mine)}` : 'no bench route'} and your ${single.id} server has ${base ? `GET ${pathOf(base)}` : 'none'}, ` +
         'so they are compared on GET /, which both answer; it does almost no work, so this measures the cost of a request through each, not how CPU-bound work scales',
     };
   }

@@ -131,7 +131,7 @@ export class ClusterObserver extends EventEmitter {
     if (!w) {
       if (result.pid === this.program.pid) {
         this.primaryRequests += 1;
-        // Normal for a single process (lesson 1); a finding for a cluster.
+        // Normal for a single process (the bottleneck lesson); a finding for a cluster.
         if (this.expected > 0) this.noteOnce('primary-answers', `the primary (${result.pid}) answered a request itself`);
       }
       this.emit('change');
