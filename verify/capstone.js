@@ -119,7 +119,7 @@ export default {
     },
     {
       id: 'routes',
-      title: 'GET /config, GET /count, GET /slow answer as in lessons 4, 5 and 7; a bad config gets 400',
+      title: 'GET /config, GET /count, GET /slow answer as in the broadcast, shared-state and graceful-shutdown lessons; a bad config gets 400',
       async run(ctx) {
         const config = await ctx.get('/config');
         if (typeof config.json.config !== 'object' || config.json.config === null) {
@@ -158,7 +158,7 @@ export default {
     },
     {
       id: 'chaos',
-      title: 'about 15 s of chaos under load: kills, a crash, a hang, a config update, a rolling restart, increments, a crash loop, SIGTERM',
+      title: 'chaos under load, each fault once the cluster has recovered from the last: kills, a crash, a hang, a config update, a rolling restart, increments, a crash loop, SIGTERM',
       timeoutMs: 90_000,
       async run(ctx) {
         try {
