@@ -9,6 +9,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIN, ROOT, cleanEnv, removeDir, tempDir } from './helpers/cli.js';
+import { quote } from '../lib/invocation.js';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const npmEnv = cleanEnv();
@@ -42,7 +43,9 @@ function startAndUseFromLessonFolder(startLine, folder, env = {}) {
   expect({ code: current.code, out: current.out }).toMatchObject({ code: 0, out: expect.stringMatching(/Lesson 1 \(bottleneck\)[\s\S]*status: +started/) });
   expect(current.out).not.toMatch(/Ok to proceed|npm error/);
   const print = shell(`${printed} print 1`, lessonFolder, env);
-  expect(print.out).toContain(`${printed} verify bottleneck server.js`);
+  // The text's commands paste in any folder: its cd names the lesson folder whole, its verify line no file.
+  expect(print.out).toContain(`${printed} verify bottleneck\n`);
+  expect(print.out).toContain(`cd ${quote(lessonFolder)}\n`);
   return printed;
 }
 
