@@ -28,8 +28,9 @@ export function lessonFrom(name, { dir, env = process.env, cwd = process.cwd() }
 /**
  * The learner's file for a lesson: the given path, else the workspace's copy.
  * A relative path that is not where the learner is, but is in the lesson's
- * folder of the workspace, is that one: the lesson texts say `verify <id>
- * server.js`, and a learner types it in the workspace's top folder too.
+ * folder of the workspace, is that one: a learner types `verify <id>
+ * server.js` in the workspace's top folder too (the lesson texts print
+ * `verify <id>`, with no file, which works in any folder).
  * `tell` hears which file was taken then, so the learner is never left to
  * guess; `command` names the command in the messages (verify, run, bench).
  */

@@ -106,7 +106,7 @@ async function chooseTargets(values, file, where) {
     await add(`yours, ${single.id}`, baseline, single, 'yours');
   }
   let mine = null;
-  if (file !== undefined) mine = fileFrom(lesson, file, { ...where, command: 'bench', tell: where.tell });
+  if (file !== undefined) mine = fileFrom(lesson, file, { ...where, command: 'bench' });
   else if (!values.reference || values.compare) mine = workspaceFile(lesson, where, `No file given and no lesson ${lesson.number} file in your workspace. Name your program: cluster-workshop bench <file>.`);
   else mine = tryWorkspaceFile(lesson, where);
   if (mine) await add(values.compare ? 'yours, clustered' : `yours (lesson ${lesson.number})`, mine, lesson, 'yours');
